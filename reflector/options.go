@@ -1,0 +1,163 @@
+package reflector
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+)
+
+// Defaults of Options. The backoff values are client-go's: at the cap a
+// failing apiserver sees about one request per 30–60 s from each reflector.
+const (
+	DefaultPageSize        = 500
+	DefaultMinWatchTimeout = 5 * time.Minute
+	DefaultBackoffInit     = 800 * time.Millisecond
+	DefaultBackoffMax      = 30 * time.Second
+	DefaultBackoffFactor   = 2.0
+	DefaultBackoffJitter   = 1.0
+	DefaultBackoffReset    = 2 * time.Minute
+)
+
+// WatchListMode chooses how a relist gets its snapshot.
+type WatchListMode int
+
+const (
+	// WatchListAuto streams the relist when client-go's WatchListClient
+	// feature gate is on and the ListerWatcher does not declare that its
+	// client lacks WatchList semantics (IsWatchListSemanticsUnSupported).
+	WatchListAuto WatchListMode = iota
+	// WatchListOff always relists with a paged LIST.
+	WatchListOff
+	// WatchListOn always tries a WatchList stream first.
+	WatchListOn
+)
+
+func (m WatchListMode) String() string {
+	switch m {
+	case WatchListAuto:
+		return "auto"
+	case WatchListOff:
+		return "off"
+	case WatchListOn:
+		return "on"
+	}
+	return "WatchListMode(?)"
+}
+
+// Options configures a Reflector. The zero value is usable: a cold start with
+// the defaults above.
+type Options struct {
+	// Name identifies the reflector in logs. Defaults to TypeDescription.
+	Name string
+	// TypeDescription names the watched type in logs. Defaults to the GVK of
+	// an unstructured expectedType, else its Go type.
+	TypeDescription string
+
+	// StartRV is the RV the store is current to. Non-empty (and not "0")
+	// without MustRelist, the reflector resumes with a WATCH from it and no LIST.
+	StartRV string
+	// MustRelist makes the first action a relist even with a StartRV (the
+	// store says so when its last relist was interrupted).
+	MustRelist bool
+
+	// PageSize is the Limit of each LIST page and the number of objects per
+	// AddListPage of a WatchList stream. Defaults to DefaultPageSize.
+	PageSize int64
+	// MaxQueuedItems is the n passed to Sink.WaitBelow between pages: the next
+	// page is requested once the sink holds fewer items. Defaults to PageSize.
+	MaxQueuedItems int
+	// WatchList chooses the relist method. Defaults to WatchListAuto.
+	WatchList WatchListMode
+	// MinWatchTimeout is the lower bound of the random server-side timeout of
+	// each WATCH, whose upper bound is twice that. Values below
+	// DefaultMinWatchTimeout are raised to it, as in client-go, to spare the
+	// apiserver.
+	MinWatchTimeout time.Duration
+
+	// Clock drives backoff and watch durations. Defaults to clock.RealClock.
+	Clock clock.Clock
+	// Backoff replaces the default backoff (DefaultBackoffInit doubling to
+	// DefaultBackoffMax with DefaultBackoffJitter).
+	Backoff *wait.Backoff
+	// BackoffReset is how long without a failure resets the backoff to its
+	// first step. Defaults to DefaultBackoffReset.
+	BackoffReset time.Duration
+
+	// Logger, if set, is used instead of the logger of Run's context.
+	Logger *klog.Logger
+	// Metrics receives counts; nil means none.
+	Metrics Metrics
+	// OnWatchEstablished is called with rv each time a watch from rv is
+	// accepted, and when a WatchList stream reaches its initial-events-end
+	// bookmark at rv. It runs on the reflector's goroutine and must not block.
+	// Accepted means the apiserver answered the WATCH: a 410 may still arrive
+	// as its first event (the apiserver reports a too old RV that way) and
+	// turn into a relist.
+	OnWatchEstablished func(rv string)
+	// WatchErrorHandler is called with every error that ends a list or watch
+	// attempt. Defaults to DefaultWatchErrorHandler.
+	WatchErrorHandler WatchErrorHandler
+}
+
+// Metrics receives what the informer exports. Methods are called on the
+// reflector's goroutine and must not block. Embed NoopMetrics to stay
+// compatible when methods are added.
+type Metrics interface {
+	// RelistStarted is called at each relist attempt, with its reason.
+	RelistStarted(reason RelistReason)
+	// ListRestarted is called when a paged LIST starts over because its
+	// continue token expired.
+	ListRestarted()
+	// ListPage is called for each page handed to Sink.AddListPage.
+	ListPage(objects int)
+	// WatchResumed is called when a WATCH starts from an RV the reflector
+	// already had (the stored RV, or the last RV seen), that is without a relist.
+	WatchResumed()
+	// WatchListFallback is called when a WatchList attempt falls back to a paged LIST.
+	WatchListFallback()
+	// Backoff is called before the reflector waits d after a failure.
+	Backoff(d time.Duration)
+}
+
+// NoopMetrics implements Metrics and ignores every call.
+type NoopMetrics struct{}
+
+func (NoopMetrics) RelistStarted(RelistReason) {}
+func (NoopMetrics) ListRestarted()             {}
+func (NoopMetrics) ListPage(int)               {}
+func (NoopMetrics) WatchResumed()              {}
+func (NoopMetrics) WatchListFallback()         {}
+func (NoopMetrics) Backoff(time.Duration)      {}
+
+// RelistReason says why the reflector relists; its values suit a metric label.
+type RelistReason string
+
+const (
+	// RelistColdStart: no stored RV.
+	RelistColdStart RelistReason = "cold_start"
+	// RelistRequired: the store asked for it (Options.MustRelist).
+	RelistRequired RelistReason = "must_relist"
+	// RelistExpired: the apiserver no longer serves the RV (410 Gone, Expired).
+	RelistExpired RelistReason = "expired"
+	// RelistTooLargeRV: the apiserver has not reached the RV yet.
+	RelistTooLargeRV RelistReason = "too_large_rv"
+)
+
+// WatchErrorHandler is called with every error that ends a list or watch
+// attempt, before the reflector backs off and retries. It must return quickly.
+type WatchErrorHandler func(ctx context.Context, r *Reflector, err error)
+
+func defaultBackoff() wait.Backoff {
+	return wait.Backoff{
+		Duration: DefaultBackoffInit,
+		Factor:   DefaultBackoffFactor,
+		Jitter:   DefaultBackoffJitter,
+		// Enough doublings to reach the cap; the cap then ends the growth.
+		Steps: int(math.Ceil(float64(DefaultBackoffMax) / float64(DefaultBackoffInit))),
+		Cap:   DefaultBackoffMax,
+	}
+}

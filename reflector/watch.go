@@ -1,0 +1,170 @@
+package reflector
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+)
+
+// veryShortWatch is how long a watch must last, when it delivers nothing, to
+// count as a normal end rather than a failure.
+const veryShortWatch = time.Second
+
+// watchStream is a watch already open, handed from a WatchList relist to the
+// watch loop once its initial events are consumed.
+type watchStream struct {
+	w watch.Interface
+}
+
+// watch consumes watches, re-watching from the last RV the sink accepted,
+// until that RV is no longer usable or ctx is done. It returns why the caller
+// must relist, or "" when ctx is done. A watch that ends normally is re-opened
+// at once; one that fails otherwise is reported and re-opened after a backoff.
+// An open stream in resumed is consumed first. afterRelist says the first
+// watch starts from a relist's RV rather than resumes.
+func (r *Reflector) watch(ctx context.Context, resumed watchStream, afterRelist bool) RelistReason {
+	logger := klog.FromContext(ctx)
+	w := resumed.w
+	if w != nil {
+		afterRelist = false
+	}
+	for {
+		if ctx.Err() != nil {
+			if w != nil {
+				w.Stop()
+			}
+			return ""
+		}
+		start := r.clock.Now()
+		// A stream handed over by a WatchList relist is past its initial events
+		// and may well be quiet: its end is never a very short watch.
+		continued := w != nil
+		rv := r.LastSyncResourceVersion()
+		if w == nil {
+			var err error
+			w, err = r.startWatch(ctx, rv, !afterRelist)
+			afterRelist = false
+			if ctx.Err() != nil {
+				return ""
+			}
+			if err != nil {
+				err = fmt.Errorf("watch %s from resourceVersion %q: %w", r.typeDescription, rv, err)
+				r.reportError(ctx, err)
+				if reason := relistReason(err); reason != "" {
+					return reason
+				}
+				if !r.sleepBackoff(ctx) {
+					return ""
+				}
+				continue
+			}
+		}
+		err := r.consumeWatch(ctx, w, start, !isColdResourceVersion(rv), continued)
+		w = nil
+		switch {
+		case ctx.Err() != nil:
+			return ""
+		case err == nil:
+			logger.V(4).Info("Watch closed, re-watching", "resourceVersion", r.LastSyncResourceVersion())
+			continue
+		}
+		err = fmt.Errorf("watch %s from resourceVersion %q: %w", r.typeDescription, rv, err)
+		r.reportError(ctx, err)
+		if reason := relistReason(err); reason != "" {
+			return reason
+		}
+		if !r.sleepBackoff(ctx) {
+			return ""
+		}
+	}
+}
+
+// startWatch opens a watch from rv and, once the apiserver accepts it, calls
+// OnWatchEstablished. resume says rv did not come from a relist just done.
+func (r *Reflector) startWatch(ctx context.Context, rv string, resume bool) (watch.Interface, error) {
+	opts := metav1.ListOptions{
+		ResourceVersion: rv,
+		// The apiserver ends the watch after this long; a client that sees no
+		// event cannot tell a quiet resource from a hung connection otherwise.
+		TimeoutSeconds: r.watchTimeout(),
+		// Bookmarks let the store advance its RV on a quiet resource, so that
+		// a restart resumes from a recent RV that the apiserver still serves.
+		AllowWatchBookmarks: true,
+	}
+	w, err := r.lw.WatchWithContext(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	if resume {
+		r.metrics.WatchResumed()
+	}
+	r.onWatchEstablished(rv)
+	return w, nil
+}
+
+// consumeWatch hands w's events to the sink until w ends, fails or ctx is
+// done, and always stops w. It returns nil when the apiserver ended the watch
+// normally. propagateRV says whether an ADDED event's RV may be taken as
+// progress: a watch from "" or "0" starts with synthetic ADDED events in no RV
+// order, so only a later event of another type moves the RV.
+func (r *Reflector) consumeWatch(ctx context.Context, w watch.Interface, start time.Time, propagateRV, continued bool) error {
+	defer w.Stop()
+	events := 0
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case event, ok := <-w.ResultChan():
+			if !ok {
+				if !continued && events == 0 && r.clock.Since(start) < veryShortWatch {
+					return ErrVeryShortWatch
+				}
+				klog.FromContext(ctx).V(4).Info("Watch ended", "events", events, "duration", r.clock.Since(start))
+				return nil
+			}
+			if event.Type == watch.Error {
+				return apierrors.FromObject(event.Object)
+			}
+			if !r.accepts(ctx, event.Object) {
+				continue
+			}
+			accessor, err := meta.Accessor(event.Object)
+			if err != nil {
+				utilruntime.HandleErrorWithContext(ctx, err, "Unable to understand watch event", "event", event)
+				continue
+			}
+			rv := accessor.GetResourceVersion()
+			switch event.Type {
+			case watch.Added:
+				err = r.sink.Add(event.Object)
+			case watch.Modified:
+				propagateRV = true
+				err = r.sink.Update(event.Object)
+			case watch.Deleted:
+				propagateRV = true
+				err = r.sink.Delete(event.Object)
+			case watch.Bookmark:
+				propagateRV = true
+				err = r.sink.Bookmark(rv)
+			default:
+				utilruntime.HandleErrorWithContext(ctx, nil, "Unknown watch event", "eventType", event.Type)
+				continue
+			}
+			if err != nil {
+				// Not recorded as seen: the next watch replays this event.
+				return fmt.Errorf("%w: %s %s at resourceVersion %q: %w", ErrSink, event.Type, r.typeDescription, rv, err)
+			}
+			events++
+			if propagateRV && rv != "" {
+				r.setLastSyncResourceVersion(rv)
+			}
+		}
+	}
+}

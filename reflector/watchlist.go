@@ -1,0 +1,120 @@
+package reflector
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+)
+
+// watchList relists through a WatchList stream: a WATCH with
+// sendInitialEvents=true that first sends every object as a synthetic ADDED
+// event, then a bookmark annotated k8s.io/initial-events-end at the
+// snapshot's RV, then ordinary events. The ADDED events go to the sink in
+// pages of PageSize, with WaitBelow between pages, and the bookmark ends the
+// relist. On success the stream is returned open for the watch loop.
+//
+// Any failure returns an error and the caller falls back to a paged LIST,
+// which starts the relist over. That includes an apiserver that does not
+// support the request, whether it refuses it or ignores sendInitialEvents:
+// the latter shows as an event other than ADDED before the annotated
+// bookmark (a plain bookmark, a MODIFIED) or a stream that ends without it.
+func (r *Reflector) watchList(ctx context.Context) (watchStream, error) {
+	opts := metav1.ListOptions{
+		// The most recent snapshot, as consistent as a quorum read.
+		ResourceVersion:      "",
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan,
+		SendInitialEvents:    ptr.To(true),
+		AllowWatchBookmarks:  true,
+		TimeoutSeconds:       r.watchTimeout(),
+	}
+	w, err := r.lw.WatchWithContext(ctx, opts)
+	if err != nil {
+		return watchStream{}, fmt.Errorf("watch-list %s: %w", r.typeDescription, err)
+	}
+	rv, err := r.consumeInitialEvents(ctx, w)
+	if err != nil {
+		w.Stop()
+		return watchStream{}, fmt.Errorf("watch-list %s: %w", r.typeDescription, err)
+	}
+	r.setLastSyncResourceVersion(rv)
+	klog.FromContext(ctx).V(2).Info("Relisted through WatchList", "resourceVersion", rv)
+	r.onWatchEstablished(rv)
+	return watchStream{w: w}, nil
+}
+
+// consumeInitialEvents runs a relist from w's initial events and returns the
+// RV of the initial-events-end bookmark, after EndRelist accepted it.
+func (r *Reflector) consumeInitialEvents(ctx context.Context, w watch.Interface) (string, error) {
+	if err := r.sink.BeginRelist(); err != nil {
+		return "", fmt.Errorf("%w: BeginRelist: %w", ErrSink, err)
+	}
+	page := make([]any, 0, r.pageSize)
+	flush := func() error {
+		if len(page) == 0 {
+			return nil
+		}
+		if err := r.sink.AddListPage(page); err != nil {
+			return fmt.Errorf("%w: AddListPage: %w", ErrSink, err)
+		}
+		r.metrics.ListPage(len(page))
+		page = make([]any, 0, r.pageSize)
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case event, ok := <-w.ResultChan():
+			if !ok {
+				return "", ErrWatchListIncomplete
+			}
+			switch event.Type {
+			case watch.Error:
+				return "", apierrors.FromObject(event.Object)
+			case watch.Added, watch.Bookmark:
+			default:
+				return "", fmt.Errorf("%w: %s event before the initial-events-end bookmark", ErrWatchListNotHonored, event.Type)
+			}
+			if !r.accepts(ctx, event.Object) {
+				continue
+			}
+			if event.Type == watch.Added {
+				page = append(page, event.Object)
+				if int64(len(page)) < r.pageSize {
+					continue
+				}
+				if err := flush(); err != nil {
+					return "", err
+				}
+				// Stop reading the stream until the sink drains.
+				if err := r.waitBelow(ctx); err != nil {
+					return "", err
+				}
+				continue
+			}
+			accessor, err := meta.Accessor(event.Object)
+			if err != nil {
+				utilruntime.HandleErrorWithContext(ctx, err, "Unable to understand watch-list bookmark", "event", event)
+				return "", fmt.Errorf("%w: unreadable bookmark: %w", ErrWatchListNotHonored, err)
+			}
+			if accessor.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+				return "", fmt.Errorf("%w: bookmark without %s", ErrWatchListNotHonored, metav1.InitialEventsAnnotationKey)
+			}
+			rv := accessor.GetResourceVersion()
+			if err := flush(); err != nil {
+				return "", err
+			}
+			if err := r.sink.EndRelist(rv); err != nil {
+				return "", fmt.Errorf("%w: EndRelist: %w", ErrSink, err)
+			}
+			return rv, nil
+		}
+	}
+}
