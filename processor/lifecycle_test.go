@@ -1,0 +1,225 @@
+package processor
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestRemoveListenerStopsDelivery: after RemoveListener the handler gets
+// nothing more, queued notifications are dropped, its goroutines exit (the
+// handler goroutine only once the call in progress returns), and the other
+// listeners are unaffected.
+func TestRemoveListenerStopsDelivery(t *testing.T) {
+	p := New(Options{})
+	inCall := make(chan struct{}, 1)
+	unblock := make(chan struct{})
+	removed := &recorder{hook: func(e event) {
+		if e.obj == 1 {
+			inCall <- struct{}{}
+			<-unblock
+		}
+	}}
+	kept := &recorder{}
+	lr := addListener(t, p, removed, ListenerOptions{UpstreamSynced: newUpstream()})
+	lk := addListener(t, p, kept, ListenerOptions{})
+	runProcessor(t, p)
+	t.Cleanup(func() { closeOnce(unblock) })
+
+	p.Distribute(Add{Obj: 0}, false)
+	p.Distribute(Add{Obj: 1}, false) // the removed handler blocks in this call
+	p.Distribute(Add{Obj: 2}, false) // queued, then dropped
+	<-inCall
+
+	if err := p.RemoveListener(lr); err != nil {
+		t.Fatalf("RemoveListener: %v", err)
+	}
+	eventually(t, func() bool { return closed(lr.popDone) }, "the removed listener's pop goroutine to exit")
+	if closed(lr.ShutdownChan()) {
+		t.Fatal("ShutdownChan closed while the handler is still in a call")
+	}
+	p.Distribute(Add{Obj: 3}, false)
+	if err := lr.Add(Add{Obj: 4}); !errors.Is(err, ErrListenerStopped) {
+		t.Fatalf("Add on a removed listener: %v, want ErrListenerStopped", err)
+	}
+	close(unblock)
+	select {
+	case <-lr.ShutdownChan():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the removed listener's handler goroutine did not exit")
+	}
+
+	wantRemoved := []event{{kind: "add", obj: 0}, {kind: "add", obj: 1}}
+	if got := removed.Events(); !reflect.DeepEqual(got, wantRemoved) {
+		t.Fatalf("removed handler got %v, want %v", got, wantRemoved)
+	}
+	eventually(t, func() bool { return kept.Len() == 4 }, "the kept handler to get all four")
+	if lk.Len() != 0 || p.Len() != 1 {
+		t.Fatalf("kept Len %d, processor Len %d; want 0 and 1", lk.Len(), p.Len())
+	}
+	if err := p.RemoveListener(lr); err != nil {
+		t.Fatalf("second RemoveListener: %v, want nil", err)
+	}
+}
+
+// TestRemoveListenerBeforeRun: a listener removed before Run never starts
+// and its ShutdownChan is closed at once.
+func TestRemoveListenerBeforeRun(t *testing.T) {
+	p := New(Options{})
+	h := &recorder{}
+	l := addListener(t, p, h, ListenerOptions{})
+	if err := p.RemoveListener(l); err != nil {
+		t.Fatalf("RemoveListener: %v", err)
+	}
+	if !closed(l.ShutdownChan()) {
+		t.Fatal("ShutdownChan not closed for a listener removed before Run")
+	}
+	runProcessor(t, p)
+	p.Distribute(Add{Obj: 1}, false)
+	never(t, 50*time.Millisecond, func() bool { return h.Len() > 0 }, "delivered to a removed listener")
+}
+
+func TestRemoveListenerInvalid(t *testing.T) {
+	p, other := New(Options{}), New(Options{})
+	l := addListener(t, other, &recorder{}, ListenerOptions{})
+	for name, l := range map[string]*Listener{"nil": nil, "foreign": l} {
+		if err := p.RemoveListener(l); !errors.Is(err, ErrInvalidListener) {
+			t.Errorf("%s: RemoveListener = %v, want ErrInvalidListener", name, err)
+		}
+	}
+	if other.Len() != 1 {
+		t.Fatal("removing through another processor removed the listener")
+	}
+}
+
+func TestAddListenerInvalid(t *testing.T) {
+	p := New(Options{})
+	if _, err := p.AddListener(nil, ListenerOptions{UpstreamSynced: syncedUpstream()}); !errors.Is(err, ErrNilHandler) {
+		t.Errorf("nil handler: %v, want ErrNilHandler", err)
+	}
+	if _, err := p.AddListener(&recorder{}, ListenerOptions{}); !errors.Is(err, ErrNilUpstreamSynced) {
+		t.Errorf("nil upstream: %v, want ErrNilUpstreamSynced", err)
+	}
+	l := addListener(t, p, &recorder{}, ListenerOptions{})
+	if err := l.Add(nil); !errors.Is(err, ErrNilNotification) {
+		t.Errorf("Add(nil): %v, want ErrNilNotification", err)
+	}
+}
+
+// TestRunWaitsForHandlers: Run returns only after every handler goroutine
+// exited, so a handler in a call holds it; afterwards the processor is
+// stopped: AddListener fails, Distribute and Add do nothing and do not
+// block.
+func TestRunWaitsForHandlers(t *testing.T) {
+	p := New(Options{})
+	inCall := make(chan struct{})
+	unblock := make(chan struct{})
+	h := &recorder{hook: func(event) {
+		close(inCall)
+		<-unblock
+	}}
+	l := addListener(t, p, h, ListenerOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		p.Run(ctx)
+	}()
+	p.Distribute(Add{Obj: 1}, false)
+	<-inCall
+	cancel()
+	eventually(t, p.IsStopped, "the processor to stop")
+	if closed(returned) {
+		t.Fatal("Run returned while a handler was still in a call")
+	}
+	close(unblock)
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	if !closed(l.ShutdownChan()) {
+		t.Fatal("ShutdownChan not closed after Run returned")
+	}
+
+	if _, err := p.AddListener(&recorder{}, ListenerOptions{UpstreamSynced: syncedUpstream()}); !errors.Is(err, ErrStopped) {
+		t.Fatalf("AddListener after stop: %v, want ErrStopped", err)
+	}
+	p.Distribute(Add{Obj: 2}, false) // must not block
+	if err := l.Add(Add{Obj: 3}); !errors.Is(err, ErrListenerStopped) {
+		t.Fatalf("Add after stop: %v, want ErrListenerStopped", err)
+	}
+	if err := p.RemoveListener(l); err != nil {
+		t.Fatalf("RemoveListener after stop: %v", err)
+	}
+	p.Run(context.Background()) // a second Run returns at once
+	if got := h.Len(); got != 1 {
+		t.Fatalf("handler got %d calls, want 1", got)
+	}
+}
+
+// TestDistributeBeforeRun: with listeners, Distribute waits for Run (as
+// client-go does) and nothing is lost; without listeners it returns at once.
+func TestDistributeBeforeRun(t *testing.T) {
+	p := New(Options{})
+	p.Distribute(Add{Obj: 0}, false) // no listener: returns
+
+	h := &recorder{}
+	addListener(t, p, h, ListenerOptions{})
+	distributed := make(chan struct{})
+	go func() {
+		defer close(distributed)
+		p.Distribute(Add{Obj: 1}, false)
+	}()
+	never(t, 50*time.Millisecond, func() bool { return closed(distributed) }, "Distribute returned before Run")
+	runProcessor(t, p)
+	<-distributed
+	eventually(t, func() bool { return h.Len() == 1 }, "delivery after Run")
+	if got := h.Events()[0]; got.obj != 1 {
+		t.Fatalf("got %v, want add(1)", got)
+	}
+}
+
+// TestAddListenerWhileRunning: a listener added to a running processor
+// starts at once and gets what is distributed from then on.
+func TestAddListenerWhileRunning(t *testing.T) {
+	p := New(Options{})
+	early := &recorder{}
+	addListener(t, p, early, ListenerOptions{})
+	runProcessor(t, p)
+	p.Distribute(Add{Obj: 1}, false)
+	late := &recorder{}
+	addListener(t, p, late, ListenerOptions{})
+	p.Distribute(Add{Obj: 2}, false)
+	eventually(t, func() bool { return early.Len() == 2 && late.Len() == 1 }, "deliveries")
+	if got := late.Events()[0]; got.obj != 2 {
+		t.Fatalf("late listener got %v, want add(2)", got)
+	}
+}
+
+// TestRemoveFromHandler: a handler may remove its own listener; its
+// goroutines exit after the call.
+func TestRemoveFromHandler(t *testing.T) {
+	p := New(Options{})
+	var l *Listener
+	h := &recorder{}
+	h.hook = func(event) {
+		if err := p.RemoveListener(l); err != nil {
+			t.Errorf("RemoveListener from handler: %v", err)
+		}
+	}
+	l = addListener(t, p, h, ListenerOptions{})
+	runProcessor(t, p)
+	p.Distribute(Add{Obj: 1}, false)
+	select {
+	case <-l.ShutdownChan():
+	case <-time.After(10 * time.Second):
+		t.Fatal("listener did not shut down after removing itself")
+	}
+	p.Distribute(Add{Obj: 2}, false)
+	if got := h.Len(); got != 1 {
+		t.Fatalf("handler got %d calls, want 1", got)
+	}
+}
