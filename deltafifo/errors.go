@@ -1,0 +1,23 @@
+package deltafifo
+
+import (
+	"errors"
+
+	"k8s.io/client-go/tools/cache"
+)
+
+var (
+	// ErrClosed is returned by Pop and PopBatch once the queue is closed and
+	// drained, and by the extension methods once the queue is closed. It is
+	// cache.ErrFIFOClosed itself, so client-go's controller loop, errors.Is
+	// and == comparisons recognise it.
+	ErrClosed = cache.ErrFIFOClosed
+
+	// ErrNoRelist is returned by AddListPage and EndRelist when no paged
+	// relist was begun with BeginRelist.
+	ErrNoRelist = errors.New("deltafifo: no paged relist in progress")
+
+	// ErrInvalidLimit is returned by WaitBelow for a limit that no queue
+	// length can ever be below.
+	ErrInvalidLimit = errors.New("deltafifo: queue length limit must be positive")
+)

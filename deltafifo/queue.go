@@ -1,0 +1,302 @@
+package deltafifo
+
+import (
+	"fmt"
+	"sync"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// DefaultBatchSize is the most Deltas PopBatch hands over at once unless
+// QueueOptions.BatchSize says otherwise; it is client-go's batch size.
+const DefaultBatchSize = 1000
+
+// QueueOptions configures a Queue. The fields shared with
+// cache.RealFIFOOptions mean the same and obey the same rules.
+type QueueOptions struct {
+	// Logger receives the queue's log output; klog.Background() if nil. The
+	// queue's name is added to it.
+	Logger *klog.Logger
+
+	// Name names the queue in logs and in the HasSyncedChecker; "RealFIFO" if
+	// empty. A non-empty Identifier.Name() takes precedence.
+	Name string
+
+	// KeyFunction gives an object's key; cache.MetaNamespaceKeyFunc if nil.
+	KeyFunction cache.KeyFunc
+
+	// KnownObjects lists the keys, and gets the objects, that the consumer
+	// holds. Replace derives the Deleted tombstones of missing keys from it,
+	// Resync the Sync Deltas. Required unless AtomicEvents is set; forbidden
+	// if it is.
+	KnownObjects cache.KeyListerGetter
+
+	// Transformer, if set, is applied to every object as it is enqueued,
+	// except to tombstones and Sync objects, which come from the consumer's
+	// store and were transformed on their way in.
+	Transformer cache.TransformFunc
+
+	// AtomicEvents makes Replace enqueue one cache.ReplacedAll Delta holding
+	// the whole list, and Resync one cache.SyncAll Delta, instead of a Delta
+	// per object. KnownObjects must then be nil.
+	AtomicEvents bool
+
+	// UnlockWhileProcessing lets producers enqueue while the consumer
+	// processes what it popped, as long as fewer than two batches are queued.
+	// Requires AtomicEvents, and a single consumer goroutine.
+	UnlockWhileProcessing bool
+
+	// EmitDeltaTypeBookmark makes Bookmark enqueue a cache.Bookmark Delta;
+	// otherwise Bookmark does nothing. Requires AtomicEvents.
+	EmitDeltaTypeBookmark bool
+
+	// Identifier names the queue for metrics and traces. Metrics are only
+	// published if it has reserved its name.
+	Identifier cache.InformerNameAndResource
+
+	// MetricsProvider makes the queue's metrics; none are published if nil.
+	MetricsProvider cache.InformerMetricsProvider
+
+	// BatchSize is the most Deltas one PopBatch hands over; DefaultBatchSize
+	// if zero. A boltinformer extension: client-go's size is fixed.
+	BatchSize int
+}
+
+// Queue is the in-order queue of Deltas, with the observable behaviour of
+// client-go's cache.RealFIFO: every Add, Update and Delete appends one Delta,
+// and Deltas leave through Pop and PopBatch in the order they arrived. Unlike
+// DeltaFIFO it never coalesces the Deltas of a key, so the consumer sees
+// every notification, deletions of objects it never saw included.
+//
+// Beyond client-go, Queue supports a paged relist (BeginRelist, AddListPage,
+// EndRelist), producer backpressure (WaitBelow) and Len.
+//
+// A Queue is safe for concurrent use by many producers and one consumer.
+type Queue struct {
+	logger klog.Logger
+	name   string
+
+	// lock protects every field below it. notEmpty and spaceFreed use it as
+	// their locker.
+	lock sync.Mutex
+	// notEmpty is broadcast when Deltas are appended or the queue closes;
+	// Pop and PopBatch wait on it.
+	notEmpty sync.Cond
+	// spaceFreed is broadcast when Deltas are popped or the queue closes;
+	// WaitBelow waits on it.
+	spaceFreed sync.Cond
+
+	// items holds the queued Deltas, oldest first.
+	items []cache.Delta
+
+	// synced tracks the delivery of the first list, for HasSynced.
+	synced initialSync
+
+	// relisting is set between BeginRelist and EndRelist.
+	relisting bool
+
+	// closed is set by Close. It only changes what Pop, PopBatch and the
+	// extension methods do; Add, Update, Delete, Replace, Resync and
+	// Bookmark keep working, as in client-go.
+	closed bool
+
+	keyFunc      cache.KeyFunc
+	knownObjects cache.KeyListerGetter
+	transformer  cache.TransformFunc
+	batchSize    int
+
+	atomicEvents          bool
+	unlockWhileProcessing bool
+	emitBookmarks         bool
+
+	identifier cache.InformerNameAndResource
+	metrics    queueMetrics
+}
+
+var (
+	_ cache.QueueWithBatch         = (*Queue)(nil)
+	_ cache.TransformingStore      = (*Queue)(nil)
+	_ cache.ReflectorBookmarkStore = (*Queue)(nil)
+	_ cache.DoneChecker            = (*Queue)(nil)
+)
+
+// NewQueue returns an empty Queue configured by opts. Like client-go, it
+// panics on a combination of options that is a coding error: KnownObjects
+// set with AtomicEvents or missing without it, UnlockWhileProcessing or
+// EmitDeltaTypeBookmark without AtomicEvents, or a negative BatchSize.
+func NewQueue(opts QueueOptions) *Queue {
+	if opts.KeyFunction == nil {
+		opts.KeyFunction = cache.MetaNamespaceKeyFunc
+	}
+	if opts.AtomicEvents {
+		if opts.KnownObjects != nil {
+			panic("deltafifo: KnownObjects must be nil when AtomicEvents is set")
+		}
+	} else {
+		if opts.KnownObjects == nil {
+			panic("deltafifo: KnownObjects is required unless AtomicEvents is set")
+		}
+		if opts.UnlockWhileProcessing {
+			panic("deltafifo: UnlockWhileProcessing requires AtomicEvents")
+		}
+		if opts.EmitDeltaTypeBookmark {
+			panic("deltafifo: EmitDeltaTypeBookmark requires AtomicEvents")
+		}
+	}
+	switch {
+	case opts.BatchSize < 0:
+		panic(fmt.Sprintf("deltafifo: negative BatchSize %d", opts.BatchSize))
+	case opts.BatchSize == 0:
+		opts.BatchSize = DefaultBatchSize
+	}
+
+	q := &Queue{
+		logger:                klog.Background(),
+		name:                  "RealFIFO",
+		items:                 make([]cache.Delta, 0, 10),
+		synced:                newInitialSync(),
+		keyFunc:               opts.KeyFunction,
+		knownObjects:          opts.KnownObjects,
+		transformer:           opts.Transformer,
+		batchSize:             opts.BatchSize,
+		atomicEvents:          opts.AtomicEvents,
+		unlockWhileProcessing: opts.UnlockWhileProcessing,
+		emitBookmarks:         opts.EmitDeltaTypeBookmark,
+		identifier:            opts.Identifier,
+		metrics:               newQueueMetrics(opts.Identifier, opts.MetricsProvider),
+	}
+	if opts.Logger != nil {
+		q.logger = *opts.Logger
+	}
+	if opts.Name != "" {
+		q.name = opts.Name
+	}
+	if name := opts.Identifier.Name(); name != "" {
+		q.name = name
+	}
+	q.logger = klog.LoggerWithName(q.logger, q.name)
+	q.notEmpty.L = &q.lock
+	q.spaceFreed.L = &q.lock
+	return q
+}
+
+// Add enqueues an Added Delta for obj.
+func (q *Queue) Add(obj interface{}) error {
+	return q.event(cache.Added, obj)
+}
+
+// Update enqueues an Updated Delta for obj.
+func (q *Queue) Update(obj interface{}) error {
+	return q.event(cache.Updated, obj)
+}
+
+// Delete enqueues a Deleted Delta for obj, whether or not the consumer knows
+// the object.
+func (q *Queue) Delete(obj interface{}) error {
+	return q.event(cache.Deleted, obj)
+}
+
+// event enqueues a watch event. An event before the first list means that
+// list is empty: the queue counts as synced from then on.
+func (q *Queue) event(t cache.DeltaType, obj interface{}) error {
+	q.lock.Lock()
+	defer q.lock.Unlock()
+	q.synced.eventLocked()
+	return q.appendLocked(t, obj, false)
+}
+
+// appendLocked appends a Delta of type t for obj. It applies the transformer
+// unless skipTransform is set or obj is a tombstone, whose object came from
+// the consumer's store and was transformed on its way there.
+func (q *Queue) appendLocked(t cache.DeltaType, obj interface{}, skipTransform bool) error {
+	if _, err := q.KeyOf(obj); err != nil {
+		return cache.KeyError{Obj: obj, Err: err}
+	}
+	if q.transformer != nil && !skipTransform {
+		if _, isTombstone := obj.(cache.DeletedFinalStateUnknown); !isTombstone {
+			transformed, err := q.transformer(obj)
+			if err != nil {
+				return fmt.Errorf("deltafifo: transforming object: %w", err)
+			}
+			obj = transformed
+		}
+	}
+	q.pushLocked(cache.Delta{Type: t, Object: obj})
+	return nil
+}
+
+// pushLocked appends deltas and wakes the consumer.
+func (q *Queue) pushLocked(deltas ...cache.Delta) {
+	q.items = append(q.items, deltas...)
+	q.notEmpty.Broadcast()
+	q.metrics.depth.Set(float64(len(q.items)))
+}
+
+// KeyOf returns the key of obj: the key of the newest Delta's object if obj
+// is a cache.Deltas, of the Delta's object if obj is a cache.Delta, the
+// recorded key of a cache.DeletedFinalStateUnknown, and otherwise what the
+// KeyFunction gives.
+func (q *Queue) KeyOf(obj interface{}) (string, error) {
+	if d, ok := obj.(cache.Deltas); ok {
+		if len(d) == 0 {
+			return "", cache.KeyError{Obj: obj, Err: cache.ErrZeroLengthDeltasObject}
+		}
+		obj = d.Newest().Object
+	}
+	if d, ok := obj.(cache.Delta); ok {
+		obj = d.Object
+	}
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		return d.Key, nil
+	}
+	return q.keyFunc(obj)
+}
+
+// Close closes the queue: Pop and PopBatch return ErrClosed once the queue is
+// drained, and WaitBelow and the relist methods return it at once.
+func (q *Queue) Close() {
+	q.lock.Lock()
+	defer q.lock.Unlock()
+	q.closed = true
+	q.notEmpty.Broadcast()
+	q.spaceFreed.Broadcast()
+}
+
+// IsClosed reports whether Close has been called.
+func (q *Queue) IsClosed() bool {
+	q.lock.Lock()
+	defer q.lock.Unlock()
+	return q.closed
+}
+
+// HasSynced reports whether the first list has been delivered: true once
+// every Delta queued by the first Replace (or paged relist) has been popped
+// and processed, or at once if an Add, Update or Delete came first.
+func (q *Queue) HasSynced() bool {
+	q.lock.Lock()
+	defer q.lock.Unlock()
+	return q.synced.hasSyncedLocked()
+}
+
+// HasSyncedChecker returns a DoneChecker that is done when HasSynced turns
+// true.
+func (q *Queue) HasSyncedChecker() cache.DoneChecker {
+	return q
+}
+
+// Name implements cache.DoneChecker.
+func (q *Queue) Name() string {
+	return q.name
+}
+
+// Done implements cache.DoneChecker: the channel closes when HasSynced turns
+// true.
+func (q *Queue) Done() <-chan struct{} {
+	return q.synced.done
+}
+
+// Transformer implements cache.TransformingStore.
+func (q *Queue) Transformer() cache.TransformFunc {
+	return q.transformer
+}
