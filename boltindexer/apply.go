@@ -1,0 +1,219 @@
+package boltindexer
+
+import (
+	"fmt"
+
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/internal/schema"
+)
+
+// OpType is the kind of an Apply operation.
+type OpType uint8
+
+const (
+	// OpUpsert stores an object (an Added, Updated or Replaced delta).
+	OpUpsert OpType = iota
+	// OpDelete removes an object (a Deleted delta; the object may be a
+	// cache.DeletedFinalStateUnknown tombstone).
+	OpDelete
+)
+
+// Op is one operation of an Apply batch.
+type Op struct {
+	Type OpType
+	Obj  interface{}
+}
+
+// Apply performs ops in order and moves the store's RV to rv (when rv is
+// newer than the stored one and no relist is in progress), all in one
+// transaction (DESIGN invariant 1). An upsert at or below the stored
+// object's RV, and a delete of an absent key or of an object stored at a
+// newer RV, change nothing and report Unchanged (invariant 2). Changes
+// come back in op order with the previous objects decoded. Bad input (key
+// func error, no metadata, wrong type, IndexFunc error) fails the whole
+// batch before anything is written.
+func (s *Store) Apply(ops []Op, rv string) ([]Change, error) {
+	s.indexMu.RLock()
+	defer s.indexMu.RUnlock()
+	prepared := make([]*op, len(ops))
+	keys := make([]string, len(ops))
+	for i, o := range ops {
+		var p *op
+		var err error
+		switch o.Type {
+		case OpUpsert:
+			p, err = s.prepareUpsertLocked(o.Obj)
+		case OpDelete:
+			p, err = s.prepareDelete(o.Obj)
+		default:
+			err = fmt.Errorf("store %s: unknown op type %d", s.name, o.Type)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("op %d: %w", i, err)
+		}
+		prepared[i], keys[i] = p, p.key
+	}
+	changes := make([]Change, len(ops))
+	olds := make([][]byte, len(ops))
+	err := s.write(keys, func() []hotEntry { return fillFor(prepared, changes) }, func(b *storeBuckets) error {
+		for i, p := range prepared {
+			var err error
+			if changes[i], olds[i], err = s.applyLocked(b, p, newerOnly); err != nil {
+				return err
+			}
+		}
+		return s.advanceRVLocked(b, rv)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store %s: apply %d ops: %w", s.name, len(ops), err)
+	}
+	s.decodeOld(changes, olds)
+	return changes, nil
+}
+
+// advanceRVLocked moves the stored RV forward to rv. It never moves it back
+// and never moves it during a relist (invariant 3).
+func (s *Store) advanceRVLocked(b *storeBuckets, rv string) error {
+	if rv == "" || b.state.Get(schema.StateRelist) != nil {
+		return s.touchLocked(b)
+	}
+	cur := string(b.state.Get(schema.StateRV))
+	if cur != "" && !rvNewer(rv, cur) {
+		return s.touchLocked(b)
+	}
+	return s.setRVLocked(b, rv)
+}
+
+func fillFor(prepared []*op, changes []Change) []hotEntry {
+	var fill []hotEntry
+	for i, p := range prepared {
+		if changes[i].Type == Added || changes[i].Type == Updated {
+			fill = append(fill, p.hotFill()...)
+		}
+	}
+	return fill
+}
+
+// RelistInProgress reports whether a relist was begun and not finished
+// (for example because the process died during it): the stored RV then
+// must not be resumed from.
+func (s *Store) RelistInProgress() (bool, string, error) {
+	var in bool
+	var reason string
+	err := s.view(func(b *storeBuckets) error {
+		v := b.state.Get(schema.StateRelist)
+		in, reason = v != nil, string(v)
+		return nil
+	})
+	return in, reason, err
+}
+
+// BeginRelist starts (or restarts) a paged relist: it sets the relist
+// marker, which freezes the stored RV, and forgets the keys seen so far.
+func (s *Store) BeginRelist(reason string) error {
+	if reason == "" {
+		reason = "relist"
+	}
+	return s.write([]string{}, nil, func(b *storeBuckets) error {
+		if b.root.Bucket(schema.SeenBucket) != nil {
+			if err := b.root.DeleteBucket(schema.SeenBucket); err != nil {
+				return err
+			}
+		}
+		if _, err := b.root.CreateBucket(schema.SeenBucket); err != nil {
+			return err
+		}
+		if err := b.state.Put(schema.StateRelist, []byte(reason)); err != nil {
+			return err
+		}
+		return s.touchLocked(b)
+	})
+}
+
+// ApplyListPage stores the objects of one list page whose RV differs from
+// the stored one and marks every key of the page as seen. Unchanged
+// objects produce no write and an Unchanged change.
+func (s *Store) ApplyListPage(objs []interface{}) ([]Change, error) {
+	s.indexMu.RLock()
+	defer s.indexMu.RUnlock()
+	prepared := make([]*op, len(objs))
+	keys := make([]string, len(objs))
+	for i, obj := range objs {
+		p, err := s.prepareUpsertLocked(obj)
+		if err != nil {
+			return nil, fmt.Errorf("list item %d: %w", i, err)
+		}
+		prepared[i], keys[i] = p, p.key
+	}
+	changes := make([]Change, len(objs))
+	olds := make([][]byte, len(objs))
+	err := s.write(keys, func() []hotEntry { return fillFor(prepared, changes) }, func(b *storeBuckets) error {
+		seen := b.root.Bucket(schema.SeenBucket)
+		if seen == nil || b.state.Get(schema.StateRelist) == nil {
+			return ErrNoRelist
+		}
+		for i, p := range prepared {
+			var err error
+			if changes[i], olds[i], err = s.applyLocked(b, p, differentOnly); err != nil {
+				return err
+			}
+			if err := seen.Put([]byte(p.key), nil); err != nil {
+				return err
+			}
+		}
+		return s.touchLocked(b)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store %s: apply list page of %d: %w", s.name, len(objs), err)
+	}
+	s.decodeOld(changes, olds)
+	return changes, nil
+}
+
+// FinishRelist deletes every stored key the relist did not see, sets the
+// store's RV to rv and clears the relist marker, in one transaction. It
+// returns the deletions with the deleted objects decoded.
+func (s *Store) FinishRelist(rv string) ([]Change, error) {
+	var changes []Change
+	var olds [][]byte
+	err := s.write(nil, nil, func(b *storeBuckets) error {
+		changes, olds = changes[:0], olds[:0]
+		seen := b.root.Bucket(schema.SeenBucket)
+		if seen == nil || b.state.Get(schema.StateRelist) == nil {
+			return ErrNoRelist
+		}
+		var doomed []string
+		c := b.objects.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			if seen.Get(k) == nil {
+				doomed = append(doomed, string(k))
+			}
+		}
+		for _, key := range doomed {
+			ch, old, err := s.applyLocked(b, &op{key: key, del: true, tombstone: true}, overwrite)
+			if err != nil {
+				return err
+			}
+			changes, olds = append(changes, ch), append(olds, old)
+		}
+		if err := b.root.DeleteBucket(schema.SeenBucket); err != nil {
+			return err
+		}
+		if err := b.state.Delete(schema.StateRelist); err != nil {
+			return err
+		}
+		return s.setRVLocked(b, rv)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store %s: finish relist at %q: %w", s.name, rv, err)
+	}
+	s.decodeOld(changes, olds)
+	return changes, nil
+}
+
+// Tombstone wraps a deleted object the way client-go's informer reports
+// deletions it did not observe.
+func Tombstone(key string, obj interface{}) cache.DeletedFinalStateUnknown {
+	return cache.DeletedFinalStateUnknown{Key: key, Obj: obj}
+}

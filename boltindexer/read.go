@@ -1,0 +1,309 @@
+package boltindexer
+
+import (
+	"bytes"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	"github.com/boltinformer/boltinformer/internal/schema"
+)
+
+// streamChunk is how many objects a streaming read decodes per bbolt read
+// transaction. Streaming reads release the transaction between chunks, so a
+// callback may write to the store (a long read transaction would block a
+// writer that needs to grow the file's memory map).
+const streamChunk = 256
+
+// view runs fn on the store's buckets in a read transaction. A store that
+// does not exist in the file (read-only open) reads as empty.
+func (s *Store) view(fn func(b *storeBuckets) error) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		b := s.buckets(tx)
+		if b == nil {
+			return nil
+		}
+		return fn(b)
+	})
+}
+
+func (s *Store) indexFunc(name string) (ok bool) {
+	s.indexMu.RLock()
+	defer s.indexMu.RUnlock()
+	_, ok = s.indexers[name]
+	return ok
+}
+
+// Index returns the objects whose values for indexName intersect obj's.
+func (s *Store) Index(indexName string, obj interface{}) ([]interface{}, error) {
+	s.indexMu.RLock()
+	f := s.indexers[indexName]
+	s.indexMu.RUnlock()
+	if f == nil {
+		return nil, fmt.Errorf("%w: %q", ErrIndexNotFound, indexName)
+	}
+	vals, err := f(obj)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]struct{}{}
+	var out []interface{}
+	err = s.view(func(b *storeBuckets) error {
+		for _, v := range vals {
+			if err := s.scanIndexLocked(b, indexName, v, func(key string) error {
+				if _, dup := seen[key]; dup {
+					return nil
+				}
+				seen[key] = struct{}{}
+				obj, err := s.getLocked(b, key)
+				if err != nil || obj == nil {
+					return err
+				}
+				out = append(out, obj)
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if out == nil {
+		out = []interface{}{}
+	}
+	return out, err
+}
+
+// IndexKeys returns the keys whose values for indexName include
+// indexedValue, without decoding any object.
+func (s *Store) IndexKeys(indexName, indexedValue string) ([]string, error) {
+	if !s.indexFunc(indexName) {
+		return nil, fmt.Errorf("%w: %q", ErrIndexNotFound, indexName)
+	}
+	out := []string{}
+	err := s.view(func(b *storeBuckets) error {
+		return s.scanIndexLocked(b, indexName, indexedValue, func(key string) error {
+			out = append(out, key)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// ByIndex returns the objects whose values for indexName include indexedValue.
+func (s *Store) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
+	if !s.indexFunc(indexName) {
+		return nil, fmt.Errorf("%w: %q", ErrIndexNotFound, indexName)
+	}
+	out := []interface{}{}
+	err := s.ByIndexFunc(indexName, indexedValue, func(obj interface{}) error {
+		out = append(out, obj)
+		return nil
+	})
+	return out, err
+}
+
+// ListIndexFuncValues returns the distinct values of an index (empty for
+// an unknown index, as in client-go).
+func (s *Store) ListIndexFuncValues(indexName string) []string {
+	out := []string{}
+	if !s.indexFunc(indexName) {
+		return out
+	}
+	err := s.view(func(b *storeBuckets) error {
+		ib := b.index(indexName)
+		if ib == nil {
+			return nil
+		}
+		c := ib.Cursor()
+		for k, _ := c.First(); k != nil; {
+			v, _, ok := splitIndexKey(k)
+			if !ok {
+				return fmt.Errorf("%w: store %s index %q entry %q has no separator", ErrCorruptFile, s.name, indexName, k)
+			}
+			out = append(out, v)
+			// Skip every other entry of this value: seek past "v 0x00 …".
+			k, _ = c.Seek(append([]byte(v), schema.IndexSeparator+1))
+		}
+		return nil
+	})
+	if err != nil {
+		utilruntime.HandleError(fmt.Errorf("store %s: index values %q: %w", s.name, indexName, err))
+	}
+	return out
+}
+
+// Len returns the number of objects without decoding any.
+func (s *Store) Len() (int, error) {
+	n := 0
+	err := s.view(func(b *storeBuckets) error {
+		n = b.objects.Stats().KeyN
+		return nil
+	})
+	return n, err
+}
+
+// ForEach calls fn for every object in key order, decoding streamChunk
+// objects at a time; fn's error stops the walk and is returned. The walk
+// is not one snapshot: writes committed during it may or may not be seen.
+func (s *Store) ForEach(fn func(obj interface{}) error) error {
+	return s.forEachAfter(nil, fn)
+}
+
+// ForEachKey calls fn for every key in order, without decoding.
+func (s *Store) ForEachKey(fn func(key string) error) error {
+	var after []byte
+	for {
+		var keys []string
+		err := s.view(func(b *storeBuckets) error {
+			c := b.objects.Cursor()
+			k, _ := seekAfter(c, after)
+			for ; k != nil && len(keys) < 4*streamChunk; k, _ = c.Next() {
+				keys = append(keys, string(k))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := fn(k); err != nil {
+				return err
+			}
+		}
+		if len(keys) < 4*streamChunk {
+			return nil
+		}
+		after = []byte(keys[len(keys)-1])
+	}
+}
+
+// forEachAfter walks the objects with keys greater than after (all when nil).
+func (s *Store) forEachAfter(after []byte, fn func(obj interface{}) error) error {
+	for {
+		var objs []interface{}
+		var last []byte
+		err := s.view(func(b *storeBuckets) error {
+			c := b.objects.Cursor()
+			k, v := seekAfter(c, after)
+			for ; k != nil && len(objs) < streamChunk; k, v = c.Next() {
+				obj, _, err := s.decodeBytes(string(k), v)
+				if err != nil {
+					return err
+				}
+				objs = append(objs, obj)
+				last = append(last[:0], k...)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if err := fn(o); err != nil {
+				return err
+			}
+		}
+		if len(objs) < streamChunk {
+			return nil
+		}
+		after = last
+	}
+}
+
+// seekAfter positions c on the first key greater than after (the first key
+// when after is nil).
+func seekAfter(c *bolt.Cursor, after []byte) ([]byte, []byte) {
+	if after == nil {
+		return c.First()
+	}
+	k, v := c.Seek(after)
+	if k != nil && bytes.Equal(k, after) {
+		k, v = c.Next()
+	}
+	return k, v
+}
+
+// ByIndexFunc calls fn for every object whose values for indexName include
+// indexedValue, streamChunk objects per read transaction.
+func (s *Store) ByIndexFunc(indexName, indexedValue string, fn func(obj interface{}) error) error {
+	if !s.indexFunc(indexName) {
+		return fmt.Errorf("%w: %q", ErrIndexNotFound, indexName)
+	}
+	prefix := append([]byte(indexedValue), schema.IndexSeparator)
+	var after []byte
+	for {
+		var objs []interface{}
+		n := 0
+		err := s.view(func(b *storeBuckets) error {
+			ib := b.index(indexName)
+			if ib == nil {
+				return nil
+			}
+			c := ib.Cursor()
+			k, _ := seekAfter(c, after)
+			if after == nil {
+				k, _ = c.Seek(prefix)
+			}
+			for ; k != nil && bytes.HasPrefix(k, prefix) && n < streamChunk; k, _ = c.Next() {
+				n++
+				after = append(after[:0], k...)
+				obj, err := s.getLocked(b, string(k[len(prefix):]))
+				if err != nil {
+					return err
+				}
+				if obj != nil {
+					objs = append(objs, obj)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if err := fn(o); err != nil {
+				return err
+			}
+		}
+		if n < streamChunk {
+			return nil
+		}
+	}
+}
+
+// scanIndexLocked calls fn with every key indexed under value.
+func (s *Store) scanIndexLocked(b *storeBuckets, indexName, value string, fn func(key string) error) error {
+	ib := b.index(indexName)
+	if ib == nil {
+		return nil
+	}
+	prefix := append([]byte(value), schema.IndexSeparator)
+	c := ib.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if err := fn(string(k[len(prefix):])); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// getLocked decodes one object in an open transaction, using the hot
+// cache when it has the key. It returns nil for a missing key.
+func (s *Store) getLocked(b *storeBuckets, key string) (interface{}, error) {
+	if s.hot != nil {
+		if obj, ok, _ := s.hot.get(key); ok {
+			return obj, nil
+		}
+	}
+	v := b.objects.Get([]byte(key))
+	if v == nil {
+		return nil, nil
+	}
+	obj, _, err := s.decodeBytes(key, v)
+	return obj, err
+}
+
+func (b *storeBuckets) index(name string) *bolt.Bucket {
+	return b.idx.Bucket([]byte(name))
+}

@@ -1,0 +1,424 @@
+package boltindexer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/internal/schema"
+)
+
+// Identity says what a store caches. A store opened with an identity that
+// differs from the stored one is emptied (the caller then relists): objects
+// cached under another selector must never be reused silently.
+type Identity struct {
+	Group         string `json:"group,omitempty"`
+	Version       string `json:"version,omitempty"`
+	Kind          string `json:"kind,omitempty"`
+	Resource      string `json:"resource,omitempty"`
+	Namespace     string `json:"namespace,omitempty"`
+	LabelSelector string `json:"labelSelector,omitempty"`
+	FieldSelector string `json:"fieldSelector,omitempty"`
+}
+
+// StoreOptions configure one store in a DB.
+type StoreOptions struct {
+	// Object is an example of the type the store holds (e.g. &v1.Pod{}),
+	// which selects the payload codec. Required.
+	Object runtime.Object
+	// KeyFunc makes an object's key; nil means cache.MetaNamespaceKeyFunc.
+	KeyFunc cache.KeyFunc
+	// Indexers are the store's initial indexes.
+	Indexers cache.Indexers
+	// IndexVersions tags each index's definition. When an index's tag
+	// differs from the one stored, the index is rebuilt from the stored
+	// objects on open (change the tag when an IndexFunc's logic changes).
+	IndexVersions map[string]string
+	// Identity, when set, is compared with the stored identity on open.
+	Identity *Identity
+	// HotCacheBytes bounds the optional cache of decoded objects (0: off).
+	// Objects it returns are shared: callers must not mutate them.
+	HotCacheBytes int64
+}
+
+// OpenReport says what opening a store did to it.
+type OpenReport struct {
+	// Reset is true when the stored identity differed and the store was emptied.
+	Reset bool
+	// ResetReason describes the identity change.
+	ResetReason string
+	// RebuiltIndexes were added or changed and rebuilt from the stored objects.
+	RebuiltIndexes []string
+	// DroppedIndexes were stored but are no longer registered.
+	DroppedIndexes []string
+	// RebuildDuration is the time spent rebuilding indexes.
+	RebuildDuration time.Duration
+}
+
+// Store is a cache.Indexer whose data lives in one store of a DB.
+type Store struct {
+	db   *DB
+	name []byte
+	// ownsDB is set by Open: Close then closes the DB too.
+	ownsDB  bool
+	keyFunc cache.KeyFunc
+	codec   *objectCodec
+	hot     *hotCache
+	report  OpenReport
+
+	// indexMu guards indexers and indexVersions. Writers hold it for
+	// reading from the moment they compute index values until their
+	// commit returns, so AddIndexers (which holds it for writing) never
+	// interleaves with a write.
+	indexMu       sync.RWMutex
+	indexers      cache.Indexers
+	indexVersions map[string]string
+}
+
+var _ cache.Indexer = (*Store)(nil)
+
+// Open opens (or creates) the file at path and the store name in it. The
+// returned store owns the file: Close closes both.
+func Open(path, name string, dbOpts Options, opts StoreOptions) (*Store, error) {
+	db, err := OpenDB(path, dbOpts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := New(db, name, opts)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	s.ownsDB = true
+	return s, nil
+}
+
+// New opens (or creates) the store name in db. It applies the identity
+// check and rebuilds added or changed indexes from the stored objects, in
+// one write transaction.
+func New(db *DB, name string, opts StoreOptions) (*Store, error) {
+	if name == "" || strings.IndexByte(name, 0) >= 0 {
+		return nil, fmt.Errorf("%w: %q", ErrInvalidStoreName, name)
+	}
+	codec, err := newObjectCodec(opts.Object)
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", name, err)
+	}
+	s := &Store{
+		db:            db,
+		name:          []byte(name),
+		keyFunc:       opts.KeyFunc,
+		codec:         codec,
+		indexers:      cache.Indexers{},
+		indexVersions: map[string]string{},
+	}
+	if s.keyFunc == nil {
+		s.keyFunc = cache.MetaNamespaceKeyFunc
+	}
+	for n, f := range opts.Indexers {
+		s.indexers[n] = f
+		s.indexVersions[n] = opts.IndexVersions[n]
+	}
+	if opts.HotCacheBytes > 0 {
+		s.hot = newHotCache(opts.HotCacheBytes)
+	}
+	if db.ReadOnly() {
+		return s, nil
+	}
+	if err := db.update(&writeRequest{fn: func(tx *bolt.Tx) error { return s.prepareLocked(tx, opts.Identity) }}); err != nil {
+		return nil, fmt.Errorf("open store %s in %s: %w", name, db.path, err)
+	}
+	return s, nil
+}
+
+// Name returns the store's name.
+func (s *Store) Name() string { return string(s.name) }
+
+// DB returns the file the store lives in.
+func (s *Store) DB() *DB { return s.db }
+
+// OpenReport says what opening the store changed.
+func (s *Store) OpenReport() OpenReport { return s.report }
+
+// Close closes the file if the store was made by Open; otherwise it does nothing.
+func (s *Store) Close() error {
+	if s.ownsDB {
+		return s.db.Close()
+	}
+	return nil
+}
+
+// storeBuckets are the buckets of one store inside one transaction.
+type storeBuckets struct {
+	root, state, objects, idx *bolt.Bucket
+}
+
+// buckets returns the store's buckets, or nil if the store does not exist
+// (read-only open of a file that never had it).
+func (s *Store) buckets(tx *bolt.Tx) *storeBuckets {
+	stores := tx.Bucket(schema.StoresBucket)
+	if stores == nil {
+		return nil
+	}
+	root := stores.Bucket(s.name)
+	if root == nil {
+		return nil
+	}
+	b := &storeBuckets{
+		root:    root,
+		state:   root.Bucket(schema.StateBucket),
+		objects: root.Bucket(schema.ObjectsBucket),
+		idx:     root.Bucket(schema.IndexBucket),
+	}
+	if b.state == nil || b.objects == nil || b.idx == nil {
+		return nil
+	}
+	return b
+}
+
+func (s *Store) createBuckets(tx *bolt.Tx) (*storeBuckets, error) {
+	stores, err := tx.CreateBucketIfNotExists(schema.StoresBucket)
+	if err != nil {
+		return nil, err
+	}
+	root, err := stores.CreateBucketIfNotExists(s.name)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range [][]byte{schema.StateBucket, schema.ObjectsBucket, schema.IndexBucket} {
+		if _, err := root.CreateBucketIfNotExists(n); err != nil {
+			return nil, err
+		}
+	}
+	return s.buckets(tx), nil
+}
+
+// prepareLocked creates the store's buckets, applies the identity check and
+// brings the index buckets in line with the registered indexers.
+func (s *Store) prepareLocked(tx *bolt.Tx, id *Identity) error {
+	b, err := s.createBuckets(tx)
+	if err != nil {
+		return err
+	}
+	if id != nil {
+		want, err := json.Marshal(id)
+		if err != nil {
+			return err
+		}
+		have := b.state.Get(schema.StateIdentity)
+		if have != nil && !bytes.Equal(have, want) {
+			s.report.Reset = true
+			s.report.ResetReason = fmt.Sprintf("identity changed from %s to %s", have, want)
+			if err := b.reset(); err != nil {
+				return err
+			}
+		}
+		if err := b.state.Put(schema.StateIdentity, want); err != nil {
+			return err
+		}
+	}
+	return s.syncIndexesLocked(b)
+}
+
+// reset empties the store: objects, indexes, relist state, RV and the
+// stored indexer list. The identity is left for the caller to rewrite.
+func (b *storeBuckets) reset() error {
+	for _, n := range [][]byte{schema.ObjectsBucket, schema.IndexBucket, schema.SeenBucket} {
+		if b.root.Bucket(n) != nil {
+			if err := b.root.DeleteBucket(n); err != nil {
+				return err
+			}
+		}
+	}
+	var err error
+	if b.objects, err = b.root.CreateBucket(schema.ObjectsBucket); err != nil {
+		return err
+	}
+	if b.idx, err = b.root.CreateBucket(schema.IndexBucket); err != nil {
+		return err
+	}
+	for _, k := range [][]byte{schema.StateRV, schema.StateRelist, schema.StateIndexers} {
+		if err := b.state.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncIndexesLocked drops stored indexes that are no longer registered and
+// rebuilds the ones added or changed since the file was written, in one
+// pass over the objects.
+func (s *Store) syncIndexesLocked(b *storeBuckets) error {
+	stored := map[string]string{}
+	if v := b.state.Get(schema.StateIndexers); v != nil {
+		if err := json.Unmarshal(v, &stored); err != nil {
+			return fmt.Errorf("%w: store %s indexers %q: %v", ErrCorruptFile, s.name, v, err)
+		}
+	}
+	var drop, rebuild []string
+	for n, v := range stored {
+		if cur, ok := s.indexVersions[n]; !ok || cur != v {
+			drop = append(drop, n)
+		}
+	}
+	for n, v := range s.indexVersions {
+		if old, ok := stored[n]; !ok || old != v || b.idx.Bucket([]byte(n)) == nil {
+			rebuild = append(rebuild, n)
+		}
+	}
+	sort.Strings(drop)
+	sort.Strings(rebuild)
+	if len(drop)+len(rebuild) > 0 {
+		start := time.Now()
+		if err := s.reindexLocked(b, drop, rebuild, s.indexers); err != nil {
+			return err
+		}
+		s.report.RebuildDuration = time.Since(start)
+		for _, n := range drop {
+			if _, ok := s.indexVersions[n]; !ok {
+				s.report.DroppedIndexes = append(s.report.DroppedIndexes, n)
+			}
+		}
+		s.report.RebuiltIndexes = rebuild
+	}
+	return s.putIndexersLocked(b, s.indexVersions)
+}
+
+func (s *Store) putIndexersLocked(b *storeBuckets, versions map[string]string) error {
+	v, err := json.Marshal(versions)
+	if err != nil {
+		return err
+	}
+	return b.state.Put(schema.StateIndexers, v)
+}
+
+// reindexLocked removes the index buckets in drop and builds the ones in
+// rebuild from the stored objects, rewriting each record's index values.
+func (s *Store) reindexLocked(b *storeBuckets, drop, rebuild []string, indexers cache.Indexers) error {
+	for _, n := range append(append([]string{}, drop...), rebuild...) {
+		if b.idx.Bucket([]byte(n)) != nil {
+			if err := b.idx.DeleteBucket([]byte(n)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, n := range rebuild {
+		if _, err := b.idx.CreateBucket([]byte(n)); err != nil {
+			return err
+		}
+	}
+	type rewrite struct {
+		key []byte
+		val []byte
+	}
+	var pending []rewrite
+	flush := func() error {
+		for _, p := range pending {
+			if err := b.objects.Put(p.key, p.val); err != nil {
+				return err
+			}
+		}
+		pending = pending[:0]
+		return nil
+	}
+	c := b.objects.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		rec, err := decodeRecord(v)
+		if err != nil {
+			return fmt.Errorf("reindex store %s key %q: %w", s.name, k, err)
+		}
+		for _, n := range drop {
+			rec.setValues(n, nil)
+		}
+		if len(rebuild) > 0 {
+			obj, err := s.codec.decode(rec)
+			if err != nil {
+				return fmt.Errorf("reindex store %s key %q: %w", s.name, k, err)
+			}
+			for _, n := range rebuild {
+				vals, err := computeIndex(n, indexers[n], obj)
+				if err != nil {
+					return fmt.Errorf("reindex store %s key %q: %w", s.name, k, err)
+				}
+				rec.setValues(n, vals)
+				ib := b.idx.Bucket([]byte(n))
+				for _, val := range vals {
+					if err := ib.Put(indexKey(val, string(k)), nil); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		enc, err := encodeRecord(rec)
+		if err != nil {
+			return err
+		}
+		// Writing while a cursor walks the bucket is not safe in bbolt:
+		// collect rewrites and apply them after the walk.
+		pending = append(pending, rewrite{key: append([]byte(nil), k...), val: enc})
+	}
+	return flush()
+}
+
+// computeIndex runs one IndexFunc and returns its values sorted and
+// deduplicated (never nil, so an empty result is still recorded).
+func computeIndex(name string, f cache.IndexFunc, obj interface{}) ([]string, error) {
+	vals, err := f(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%w: index %q: %w", ErrIndexFunc, name, err)
+	}
+	out := make([]string, 0, len(vals))
+	for _, v := range vals {
+		if strings.IndexByte(v, schema.IndexSeparator) >= 0 {
+			return nil, fmt.Errorf("%w: index %q value %q", ErrInvalidIndexValue, name, v)
+		}
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return compactStrings(out), nil
+}
+
+func compactStrings(s []string) []string {
+	if len(s) < 2 {
+		return s
+	}
+	j := 1
+	for i := 1; i < len(s); i++ {
+		if s[i] != s[j-1] {
+			s[j] = s[i]
+			j++
+		}
+	}
+	return s[:j]
+}
+
+// indexKey is the composite key of an index entry: value 0x00 key.
+func indexKey(value, key string) []byte {
+	b := make([]byte, 0, len(value)+1+len(key))
+	b = append(b, value...)
+	b = append(b, schema.IndexSeparator)
+	return append(b, key...)
+}
+
+// splitIndexKey parses an index entry key.
+func splitIndexKey(k []byte) (value, key string, ok bool) {
+	i := bytes.IndexByte(k, schema.IndexSeparator)
+	if i < 0 {
+		return "", "", false
+	}
+	return string(k[:i]), string(k[i+1:]), true
+}
+
+// sameType reports whether obj is of the store's type.
+func (s *Store) sameType(obj interface{}) bool {
+	return reflect.TypeOf(obj) == s.codec.ptr
+}
