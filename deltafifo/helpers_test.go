@@ -189,14 +189,15 @@ func objectsEqual(x, y interface{}) bool {
 	return x == y
 }
 
-// unexportedField reads a field of a client-go queue that client-go does
-// not expose (its queued Deltas), so the differential tests can compare the
-// whole queue after every step and never block in Pop on a queue that
-// differs from ours. Only call it while no other goroutine uses the queue.
-func unexportedField(ptr interface{}, name string) interface{} {
+// unexportedField points at a field of a client-go queue that client-go
+// does not expose (its queued Deltas), so the differential tests can compare
+// the whole queue after a step and never block in Pop on a queue that
+// differs from ours. Only read through it while no other goroutine uses the
+// queue.
+func unexportedField[T any](ptr interface{}, name string) *T {
 	v := reflect.ValueOf(ptr).Elem().FieldByName(name)
-	if !v.IsValid() {
-		panic(fmt.Sprintf("%T has no field %q: client-go changed, update the test", ptr, name))
+	if !v.IsValid() || v.Type() != reflect.TypeFor[T]() {
+		panic(fmt.Sprintf("%T has no field %q of type %v: client-go changed, update the test", ptr, name, reflect.TypeFor[T]()))
 	}
-	return reflect.NewAt(v.Type(), unsafe.Pointer(v.UnsafeAddr())).Elem().Interface()
+	return (*T)(unsafe.Pointer(v.UnsafeAddr()))
 }
