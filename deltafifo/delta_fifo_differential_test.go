@@ -70,7 +70,7 @@ func newOurDeltaFIFO(opts DeltaFIFOOptions) deltaFIFO { return NewDeltaFIFO(opts
 type deltaSide struct {
 	fifo  deltaFIFO
 	known *knownStore
-	queue func() []string             // the queued keys, read without locking
+	queue func() []string                // the queued keys, read without locking
 	items func() map[string]cache.Deltas // the accumulators, likewise
 	pops  []popRecord
 }
