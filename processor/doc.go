@@ -35,10 +35,27 @@
 // on delivering. An initial-list add whose handler panicked still counts as
 // delivered for HasSynced; client-go would leave HasSynced false forever.
 //
-// # Locking
+// # Contract with the informer
 //
-// The informer must serialise Distribute, AddListener plus the replay to a new
-// listener, and RemoveListener under one lock of its own (client-go's
-// blockDeltas), so that a late handler's replay is never interleaved with
-// live notifications. The processor's own lock only protects its state.
+//   - Create: New(Options{ResyncPeriod: the informer's default, ...}).
+//   - Start: read FreezeResyncCheckPeriod for the reflector's resync period
+//     and pass ShouldResync as its ShouldResync; run Run(ctx) with a context
+//     cancelled only after the reflector and process loop have stopped, as
+//     client-go stops its processor strictly after its controller.
+//   - Distribute every notification while holding the informer's own
+//     distribution lock (client-go's blockDeltas): Add{Obj, IsInInitialList}
+//     for adds (the initial list, and on a warm start the objects streamed
+//     from disk, with IsInInitialList set), Update{Old, New} with sync set
+//     when the resourceVersion did not change (resyncs and unchanged objects
+//     of a relist), Delete{Obj} for deletes and tombstones.
+//   - Add a handler: under that same lock, AddListener; if the informer has
+//     already started, Listener.Add(Add{Obj: o, IsInInitialList: true}) for
+//     each stored object; then Listener.EndReplay; then unlock. Holding the
+//     lock keeps live notifications from interleaving with the replay.
+//     ListenerOptions.UpstreamSynced is the informer's own sync checker, done
+//     once the last initial-list notification has been distributed. Return
+//     the Listener as the cache.ResourceEventHandlerRegistration.
+//   - Remove a handler: RemoveListener; it needs no informer lock.
+//   - After Run returned, AddListener fails with ErrStopped (IsStopped);
+//     client-go's informer refuses new handlers in that state itself.
 package processor

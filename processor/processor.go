@@ -306,8 +306,8 @@ func (p *Processor) IsRunning() bool {
 	return p.state == stateRunning
 }
 
-// Len returns the number of registered listeners.
-func (p *Processor) Len() int {
+// NumListeners returns the number of registered listeners.
+func (p *Processor) NumListeners() int {
 	p.listenersLock.RLock()
 	defer p.listenersLock.RUnlock()
 	return len(p.listeners)
