@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/boltinformer/boltinformer/reflector"
+	rt "github.com/boltinformer/boltinformer/reflector/testing"
 )
 
 func TestFirstActionIsAPagedConsistentList(t *testing.T) {
@@ -31,6 +32,7 @@ func TestFirstActionIsAPagedConsistentList(t *testing.T) {
 			req.RespondList(page("200", "", "a"))
 			h.nextWatch("200")
 			expectCalls(t, h.sink, "BeginRelist", "AddListPage(a@1)", "EndRelist(200)")
+			eventually(t, "the watch from the list's RV is established", func() bool { return len(h.establishedRVs()) == 1 })
 			if got := h.r.LastSyncResourceVersion(); got != "200" {
 				t.Errorf("LastSyncResourceVersion() = %q, want the list's 200", got)
 			}
@@ -87,6 +89,10 @@ func TestUnusableRVRelistsInPages(t *testing.T) {
 			want = append(want, "BeginRelist", "AddListPage(a@1,b@1)", "WaitBelow(2)",
 				"AddListPage(c@1,d@1)", "WaitBelow(2)", "AddListPage(e@1)", "EndRelist(300)")
 			expectCalls(t, h.sink, want...)
+			eventually(t, "the watch from the list's RV is established", func() bool {
+				rvs := h.establishedRVs()
+				return len(rvs) > 0 && rvs[len(rvs)-1] == "300"
+			})
 			if got := h.r.LastSyncResourceVersion(); got != "300" {
 				t.Errorf("LastSyncResourceVersion() = %q, want 300", got)
 			}
@@ -95,6 +101,11 @@ func TestUnusableRVRelistsInPages(t *testing.T) {
 			m := h.metrics.snapshot()
 			if !slices.Equal(m.relists, []reflector.RelistReason{tc.wantWhy}) || !slices.Equal(m.pages, []int{2, 2, 1}) {
 				t.Errorf("metrics %v, want one relist (%s) of pages 2 2 1", m, tc.wantWhy)
+			}
+			// Like any failure, an unusable RV costs a backoff step before the
+			// relist: a server answering 410 at once cannot make it LIST in a loop.
+			if len(m.backoffs) != 1 {
+				t.Errorf("backoffs %v, want one before the relist", m.backoffs)
 			}
 			// Only an accepted watch counts, and the one after the relist is no resume.
 			wantResumes := 0
@@ -224,5 +235,20 @@ func TestCancelDuringWaitBelowReturnsPromptly(t *testing.T) {
 	h.stop()
 	if errs := h.errors(); len(errs) != 0 {
 		t.Errorf("cancellation reported as errors: %v", errs)
+	}
+}
+
+func TestSinkErrorDuringRelistRelistsAgain(t *testing.T) {
+	h := start(t, reflector.Options{PageSize: 2})
+	sinkErr := errors.New("disk full")
+	h.sink.FailNext(rt.OpAddListPage, sinkErr)
+	h.nextList(2, "").RespondList(page("10", "c1", "a", "b"))
+	// The relist is abandoned at the refused page and starts over.
+	h.nextList(2, "").RespondList(page("20", "", "a"))
+	h.nextWatch("20")
+	expectCalls(t, h.sink, "BeginRelist", "AddListPage(a@1,b@1)", "BeginRelist", "AddListPage(a@1)", "EndRelist(20)")
+	errs := h.errors()
+	if len(errs) != 1 || !errors.Is(errs[0], reflector.ErrSink) || !errors.Is(errs[0], sinkErr) {
+		t.Errorf("reported errors %v, want ErrSink wrapping the sink's error", errs)
 	}
 }
