@@ -1,0 +1,500 @@
+package boltindexer_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/internal/schema"
+)
+
+func pod(ns, name, rv, node string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv, Labels: map[string]string{"app": name}},
+		Spec:       v1.PodSpec{NodeName: node},
+	}
+}
+
+func podOpts() boltindexer.StoreOptions {
+	return boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: testIndexers()}
+}
+
+func changeTypes(chs []boltindexer.Change) string {
+	s := ""
+	for _, c := range chs {
+		s += fmt.Sprintf("%s:%s ", c.Key, c.Type)
+	}
+	return s
+}
+
+func TestApplyWatermarkAndNoRegression(t *testing.T) {
+	s := boltindexertest.Open(t, "pods", podOpts())
+	chs, err := s.Apply([]boltindexer.Op{
+		{Type: boltindexer.OpUpsert, Obj: pod("a", "p1", "10", "n1")},
+		{Type: boltindexer.OpUpsert, Obj: pod("a", "p2", "11", "n1")},
+		{Type: boltindexer.OpUpsert, Obj: pod("a", "p1", "12", "n2")},
+	}, "12")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := changeTypes(chs), "a/p1:Added a/p2:Added a/p1:Updated "; got != want {
+		t.Fatalf("changes %q, want %q", got, want)
+	}
+	if old := chs[2].Old.(*v1.Pod); old.ResourceVersion != "10" || old.Spec.NodeName != "n1" {
+		t.Fatalf("old object of update = %v", old)
+	}
+	if rv := s.LastStoreSyncResourceVersion(); rv != "12" {
+		t.Fatalf("rv %q, want 12", rv)
+	}
+	// Replaying events at or below the stored object's RV changes nothing.
+	chs, err = s.Apply([]boltindexer.Op{
+		{Type: boltindexer.OpUpsert, Obj: pod("a", "p1", "12", "zzz")},
+		{Type: boltindexer.OpUpsert, Obj: pod("a", "p1", "10", "zzz")},
+		{Type: boltindexer.OpDelete, Obj: pod("a", "p2", "9", "")},
+		{Type: boltindexer.OpDelete, Obj: pod("a", "nope", "13", "")},
+	}, "11")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := changeTypes(chs), "a/p1:Unchanged a/p1:Unchanged a/p2:Unchanged a/nope:Unchanged "; got != want {
+		t.Fatalf("changes %q, want %q", got, want)
+	}
+	if rv := s.LastStoreSyncResourceVersion(); rv != "12" {
+		t.Fatalf("rv moved back to %q", rv)
+	}
+	if keys, _ := s.IndexKeys("node", "zzz"); len(keys) != 0 {
+		t.Fatalf("stale replay reached the index: %v", keys)
+	}
+	// A newer delete and a tombstone apply.
+	chs, err = s.Apply([]boltindexer.Op{
+		{Type: boltindexer.OpDelete, Obj: pod("a", "p2", "13", "")},
+		{Type: boltindexer.OpDelete, Obj: cache.DeletedFinalStateUnknown{Key: "a/p1", Obj: pod("a", "p1", "1", "")}},
+	}, "14")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := changeTypes(chs), "a/p2:Deleted a/p1:Deleted "; got != want {
+		t.Fatalf("changes %q, want %q", got, want)
+	}
+	if chs[1].Old.(*v1.Pod).Spec.NodeName != "n2" {
+		t.Fatalf("deleted object should be the stored one, got %v", chs[1].Old)
+	}
+	if n, _ := s.Len(); n != 0 {
+		t.Fatalf("len %d after deletes", n)
+	}
+}
+
+func TestApplyBadInputWritesNothing(t *testing.T) {
+	s := boltindexertest.Open(t, "pods", podOpts())
+	_, err := s.Apply([]boltindexer.Op{
+		{Type: boltindexer.OpUpsert, Obj: pod("a", "p1", "10", "n1")},
+		{Type: boltindexer.OpUpsert, Obj: "no metadata"},
+	}, "10")
+	var keyErr cache.KeyError
+	if !errors.As(err, &keyErr) {
+		t.Fatalf("want a cache.KeyError, got %v", err)
+	}
+	_, err = s.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}}}, "10")
+	if !errors.Is(err, boltindexer.ErrWrongType) {
+		t.Fatalf("want ErrWrongType, got %v", err)
+	}
+	if n, _ := s.Len(); n != 0 || s.LastStoreSyncResourceVersion() != "" {
+		t.Fatalf("a failed batch wrote something: len %d rv %q", n, s.LastStoreSyncResourceVersion())
+	}
+	failing := cache.Indexers{"boom": func(obj interface{}) ([]string, error) { return nil, errors.New("boom") }}
+	if err := s.AddIndexers(failing); err != nil {
+		t.Fatal(err) // empty store: nothing to index yet
+	}
+	if err := s.Add(pod("a", "p1", "1", "")); !errors.Is(err, boltindexer.ErrIndexFunc) {
+		t.Fatalf("want ErrIndexFunc, got %v", err)
+	}
+	if n, _ := s.Len(); n != 0 {
+		t.Fatalf("an IndexFunc error left %d objects", n)
+	}
+}
+
+func TestInvalidIndexValue(t *testing.T) {
+	s := boltindexertest.Open(t, "pods", boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: cache.Indexers{
+		"nul": func(obj interface{}) ([]string, error) { return []string{"a\x00b"}, nil },
+	}})
+	if err := s.Add(pod("a", "p", "1", "")); !errors.Is(err, boltindexer.ErrInvalidIndexValue) {
+		t.Fatalf("want ErrInvalidIndexValue, got %v", err)
+	}
+}
+
+func TestPagedRelist(t *testing.T) {
+	s := boltindexertest.Open(t, "pods", podOpts())
+	if err := s.Replace([]interface{}{
+		pod("a", "keep", "5", "n1"), pod("a", "change", "6", "n1"), pod("a", "gone", "7", "n1"), pod("b", "gone2", "8", "n2"),
+	}, "8"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyListPage([]interface{}{pod("a", "x", "1", "")}); !errors.Is(err, boltindexer.ErrNoRelist) {
+		t.Fatalf("page without BeginRelist: %v", err)
+	}
+	if err := s.BeginRelist("410 Gone"); err != nil {
+		t.Fatal(err)
+	}
+	if in, reason, _ := s.RelistInProgress(); !in || reason != "410 Gone" {
+		t.Fatalf("relist marker %v %q", in, reason)
+	}
+	// Watch events during a relist must not move the RV (invariant 3).
+	if _, err := s.Apply(nil, "100"); err != nil {
+		t.Fatal(err)
+	}
+	page1, err := s.ApplyListPage([]interface{}{pod("a", "change", "20", "n3"), pod("a", "keep", "5", "n1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page2, err := s.ApplyListPage([]interface{}{pod("c", "new", "21", "n1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := changeTypes(append(page1, page2...)), "a/change:Updated a/keep:Unchanged c/new:Added "; got != want {
+		t.Fatalf("page changes %q, want %q", got, want)
+	}
+	if rv := s.LastStoreSyncResourceVersion(); rv != "8" {
+		t.Fatalf("RV moved during relist: %q", rv)
+	}
+	dels, err := s.FinishRelist("30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := changeTypes(dels), "a/gone:Deleted b/gone2:Deleted "; got != want {
+		t.Fatalf("deletes %q, want %q", got, want)
+	}
+	if dels[0].Old.(*v1.Pod).Name != "gone" {
+		t.Fatalf("deleted object not decoded: %v", dels[0].Old)
+	}
+	if rv := s.LastStoreSyncResourceVersion(); rv != "30" {
+		t.Fatalf("rv %q, want 30", rv)
+	}
+	if in, _, _ := s.RelistInProgress(); in {
+		t.Fatal("relist marker left behind")
+	}
+	keys := s.ListKeys()
+	sort.Strings(keys)
+	if fmt.Sprint(keys) != "[a/change a/keep c/new]" {
+		t.Fatalf("keys after relist %v", keys)
+	}
+	if vals, _ := s.IndexKeys("node", "n2"); len(vals) != 0 {
+		t.Fatalf("index entries of deleted objects remain: %v", vals)
+	}
+}
+
+func TestRestartedRelistForgetsSeenKeys(t *testing.T) {
+	s := boltindexertest.Open(t, "pods", podOpts())
+	if err := s.Replace([]interface{}{pod("a", "p1", "5", ""), pod("a", "p2", "6", "")}, "6"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BeginRelist("first"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyListPage([]interface{}{pod("a", "p1", "5", ""), pod("a", "p2", "6", "")}); err != nil {
+		t.Fatal(err)
+	}
+	// The continue token expired: the list restarts and p2 is gone by now.
+	if err := s.BeginRelist("restart"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyListPage([]interface{}{pod("a", "p1", "5", "")}); err != nil {
+		t.Fatal(err)
+	}
+	dels, err := s.FinishRelist("9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := changeTypes(dels); got != "a/p2:Deleted " {
+		t.Fatalf("deletes %q", got)
+	}
+}
+
+func TestReopenKeepsEverything(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	opts := podOpts()
+	s, err := boltindexer.Open(path, "pods", boltindexer.Options{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []interface{}
+	for i := 0; i < 300; i++ {
+		list = append(list, pod(fmt.Sprint("ns", i%7), fmt.Sprint("p", i), strconv.Itoa(100+i), fmt.Sprint("n", i%5)))
+	}
+	if err := s.Replace(list, "400"); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshotStore(t, s)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := boltindexer.Open(path, "pods", boltindexer.Options{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if r := s2.OpenReport(); r.Reset || len(r.RebuiltIndexes) != 0 {
+		t.Fatalf("reopen with the same options changed the store: %+v", r)
+	}
+	if after := snapshotStore(t, s2); !apiequality.Semantic.DeepEqual(before, after) {
+		t.Fatalf("store changed across reopen")
+	}
+	boltindexertest.Verify(t, s2)
+}
+
+type storeSnapshot struct {
+	RV      string
+	Objects map[string]interface{}
+	Indexes map[string]map[string][]string
+}
+
+func snapshotStore(t *testing.T, s *boltindexer.Store) storeSnapshot {
+	snap := storeSnapshot{RV: s.LastStoreSyncResourceVersion(), Objects: map[string]interface{}{}, Indexes: map[string]map[string][]string{}}
+	for _, o := range s.List() {
+		k, _ := cache.MetaNamespaceKeyFunc(o)
+		snap.Objects[k] = o
+	}
+	for name := range s.GetIndexers() {
+		snap.Indexes[name] = map[string][]string{}
+		for _, v := range s.ListIndexFuncValues(name) {
+			keys, err := s.IndexKeys(name, v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sort.Strings(keys)
+			snap.Indexes[name][v] = keys
+		}
+	}
+	return snap
+}
+
+func TestIdentityChangeEmptiesStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	opts := podOpts()
+	opts.Identity = &boltindexer.Identity{Version: "v1", Kind: "Pod", Namespace: "a", LabelSelector: "app=web"}
+	s, err := boltindexer.Open(path, "pods", boltindexer.Options{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Replace([]interface{}{pod("a", "p", "3", "n")}, "3"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	opts.Identity = &boltindexer.Identity{Version: "v1", Kind: "Pod", Namespace: "a", LabelSelector: "app=db"}
+	s, err = boltindexer.Open(path, "pods", boltindexer.Options{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := s.OpenReport()
+	if !r.Reset {
+		t.Fatal("identity change did not reset the store")
+	}
+	if n, _ := s.Len(); n != 0 || s.LastStoreSyncResourceVersion() != "" {
+		t.Fatalf("store not empty after identity change: len %d rv %q", n, s.LastStoreSyncResourceVersion())
+	}
+	boltindexertest.Verify(t, s)
+}
+
+func TestIndexVersionChangeRebuilds(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	opts := boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: cache.Indexers{
+		"node": func(obj interface{}) ([]string, error) { return []string{obj.(*v1.Pod).Spec.NodeName}, nil },
+		"old":  func(obj interface{}) ([]string, error) { return []string{"x"}, nil },
+	}}
+	s, err := boltindexer.Open(path, "pods", boltindexer.Options{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Replace([]interface{}{pod("a", "p1", "1", "n1"), pod("a", "p2", "2", "n2")}, "2"); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	// "node" now indexes by namespace+node (version tag v2); "old" is gone.
+	opts.Indexers = cache.Indexers{"node": func(obj interface{}) ([]string, error) {
+		p := obj.(*v1.Pod)
+		return []string{p.Namespace + "/" + p.Spec.NodeName}, nil
+	}}
+	opts.IndexVersions = map[string]string{"node": "v2"}
+	s, err = boltindexer.Open(path, "pods", boltindexer.Options{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r := s.OpenReport()
+	if fmt.Sprint(r.RebuiltIndexes) != "[node]" || fmt.Sprint(r.DroppedIndexes) != "[old]" {
+		t.Fatalf("report %+v", r)
+	}
+	if keys, _ := s.IndexKeys("node", "a/n2"); fmt.Sprint(keys) != "[a/p2]" {
+		t.Fatalf("rebuilt index: %v", keys)
+	}
+	if n := s.LastStoreSyncResourceVersion(); n != "2" {
+		t.Fatalf("rebuild lost the RV: %q", n)
+	}
+	boltindexertest.Verify(t, s)
+	s.Close()
+	s.Close()
+	boltindexertest.CheckFile(t, path)
+}
+
+func TestOpenRefusesBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	notBolt := filepath.Join(dir, "garbage.db")
+	if err := os.WriteFile(notBolt, []byte("this is not a bbolt file at all, just some text that is long enough............"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := boltindexer.OpenDB(notBolt, boltindexer.Options{}); !errors.Is(err, boltindexer.ErrNotBolt) {
+		t.Fatalf("garbage file: want ErrNotBolt, got %v", err)
+	}
+	content, _ := os.ReadFile(notBolt)
+	if string(content[:8]) != "this is " {
+		t.Fatal("open modified a file it refused")
+	}
+
+	good := filepath.Join(dir, "good.db")
+	db, err := boltindexer.OpenDB(good, boltindexer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := os.Stat(good)
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("file mode %v, want 0600", fi.Mode().Perm())
+	}
+	start := time.Now()
+	_, err = boltindexer.OpenDB(good, boltindexer.Options{LockTimeout: 200 * time.Millisecond})
+	if !errors.Is(err, boltindexer.ErrLocked) {
+		t.Fatalf("locked file: want ErrLocked, got %v", err)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatal("lock wait ignored LockTimeout")
+	}
+	db.Close()
+
+	// Truncated file.
+	data, _ := os.ReadFile(good)
+	trunc := filepath.Join(dir, "trunc.db")
+	os.WriteFile(trunc, data[:1000], 0o600)
+	if _, err := boltindexer.OpenDB(trunc, boltindexer.Options{}); !errors.Is(err, boltindexer.ErrNotBolt) {
+		t.Fatalf("truncated file: want ErrNotBolt, got %v", err)
+	}
+
+	// A newer schema is refused, and nothing is written.
+	newer := filepath.Join(dir, "newer.db")
+	b, _ := bolt.Open(newer, 0o600, nil)
+	b.Update(func(tx *bolt.Tx) error {
+		m, _ := tx.CreateBucket(schema.MetaBucket)
+		return m.Put(schema.MetaSchemaVersion, []byte(strconv.FormatUint(schema.Version+1, 10)))
+	})
+	b.Close()
+	before, _ := os.ReadFile(newer)
+	_, err = boltindexer.OpenDB(newer, boltindexer.Options{})
+	if !errors.Is(err, boltindexer.ErrNewerSchema) {
+		t.Fatalf("newer schema: want ErrNewerSchema, got %v", err)
+	}
+	after, _ := os.ReadFile(newer)
+	if string(before) != string(after) {
+		t.Fatal("refusing a newer schema modified the file")
+	}
+	// Missing file, read-only.
+	if _, err := boltindexer.OpenDB(filepath.Join(dir, "missing.db"), boltindexer.Options{ReadOnly: true}); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing file read-only: %v", err)
+	}
+}
+
+func TestCorruptRecordIsAnErrorNotAPanic(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	s, err := boltindexer.Open(path, "pods", boltindexer.Options{}, podOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(pod("a", "p", "1", "n1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Add(pod("a", "q", "2", "n1")); err != nil {
+		t.Fatal(err)
+	}
+	// Corrupt one record behind the store's back.
+	err = s.DB().Bolt().Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(schema.StoresBucket).Bucket([]byte("pods")).Bucket(schema.ObjectsBucket).Put([]byte("a/p"), []byte{0x93, 0xff, 0x00})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.GetByKey("a/p"); !errors.Is(err, boltindexer.ErrCorruptRecord) {
+		t.Fatalf("want ErrCorruptRecord, got %v", err)
+	}
+	if err := s.Verify(); !errors.Is(err, boltindexer.ErrInconsistent) {
+		t.Fatalf("Verify should report the corrupt record, got %v", err)
+	}
+	// Overwriting the corrupt record repairs the store, index entries included.
+	if err := s.Update(pod("a", "p", "3", "n2")); err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := s.IndexKeys("node", "n1"); fmt.Sprint(keys) != "[a/q]" {
+		t.Fatalf("stale index entry after repair: %v", keys)
+	}
+	if err := s.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+}
+
+func TestStreamingReads(t *testing.T) {
+	s := boltindexertest.Open(t, "pods", podOpts())
+	var list []interface{}
+	for i := 0; i < 1000; i++ {
+		list = append(list, pod("ns", fmt.Sprintf("p%04d", i), strconv.Itoa(i+1), fmt.Sprint("n", i%3)))
+	}
+	if err := s.Replace(list, "1000"); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	prev := ""
+	if err := s.ForEach(func(obj interface{}) error {
+		k, _ := cache.MetaNamespaceKeyFunc(obj)
+		if k <= prev {
+			t.Fatalf("ForEach out of order: %s after %s", k, prev)
+		}
+		prev = k
+		n++
+		// Writing from inside the callback must not deadlock.
+		if n == 300 {
+			return s.Add(pod("zz", "late", "2000", "n0"))
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n != 1001 {
+		t.Fatalf("ForEach saw %d objects, want 1001 (the late write sorts last)", n)
+	}
+	m := 0
+	if err := s.ByIndexFunc("node", "n1", func(obj interface{}) error { m++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if m != 333 {
+		t.Fatalf("ByIndexFunc saw %d, want 333", m)
+	}
+	stop := errors.New("stop")
+	if err := s.ForEach(func(interface{}) error { return stop }); err != stop {
+		t.Fatalf("ForEach did not return the callback's error: %v", err)
+	}
+	keys := 0
+	s.ForEachKey(func(string) error { keys++; return nil })
+	if keys != 1001 {
+		t.Fatalf("ForEachKey %d", keys)
+	}
+}
