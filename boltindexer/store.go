@@ -132,12 +132,30 @@ func New(db *DB, name string, opts StoreOptions) (*Store, error) {
 		s.hot = newHotCache(opts.HotCacheBytes)
 	}
 	if db.ReadOnly() {
-		return s, nil
+		return s, s.adoptStoredIndexes()
 	}
 	if err := db.update(&writeRequest{fn: func(tx *bolt.Tx) error { return s.prepareLocked(tx, opts.Identity) }}); err != nil {
 		return nil, fmt.Errorf("open store %s in %s: %w", name, db.path, err)
 	}
 	return s, nil
+}
+
+// adoptStoredIndexes lets a read-only store serve IndexKeys, ByIndex and
+// ListIndexFuncValues for the indexes in the file whose IndexFuncs the
+// caller did not register (cachectl knows index names, not functions).
+// Index(obj), which needs the function, then fails with ErrIndexFunc.
+func (s *Store) adoptStoredIndexes() error {
+	return s.view(func(b *storeBuckets) error {
+		return b.idx.ForEachBucket(func(name []byte) error {
+			n := string(name)
+			if _, ok := s.indexers[n]; !ok {
+				s.indexers[n] = func(interface{}) ([]string, error) {
+					return nil, fmt.Errorf("%w: index %q: the file was opened read-only without its IndexFunc", ErrIndexFunc, n)
+				}
+			}
+			return nil
+		})
+	})
 }
 
 // Name returns the store's name.
