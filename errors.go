@@ -1,0 +1,17 @@
+package boltinformer
+
+import "errors"
+
+var (
+	// ErrStarted means the call is only allowed before Run.
+	ErrStarted = errors.New("informer has already started")
+	// ErrStopped means the informer has stopped.
+	ErrStopped = errors.New("informer has stopped")
+	// ErrUnknownKind means the informer's store name could not be derived from
+	// the example object's type; set InformerOptions.StoreName.
+	ErrUnknownKind = errors.New("cannot tell the object's GroupVersionKind")
+	// ErrDuplicateStore means two informers of one Cache use the same store name.
+	ErrDuplicateStore = errors.New("store name already used by another informer of this cache")
+	// ErrClosed means the Cache was closed.
+	ErrClosed = errors.New("cache is closed")
+)

@@ -1,0 +1,382 @@
+package boltinformer_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	fcache "k8s.io/client-go/tools/cache/testing"
+
+	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+)
+
+func newSource(t *testing.T) *fcache.FakeControllerSource {
+	src := fcache.NewFakeControllerSource()
+	t.Cleanup(src.Shutdown)
+	return src
+}
+
+func testPod(ns, name, node string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}},
+		Spec:       v1.PodSpec{NodeName: node},
+	}
+}
+
+// countingLW counts LIST and WATCH calls and can answer a WATCH from chosen
+// RVs with 410 Gone, like an apiserver whose watch cache moved on.
+type countingLW struct {
+	src     *fcache.FakeControllerSource
+	lists   atomic.Int32
+	watches atomic.Int32
+	mu      sync.Mutex
+	expired map[string]bool
+	watchRV []string
+}
+
+func newCountingLW(src *fcache.FakeControllerSource) *countingLW {
+	return &countingLW{src: src, expired: map[string]bool{}}
+}
+
+func (c *countingLW) List(opts metav1.ListOptions) (runtime.Object, error) {
+	c.lists.Add(1)
+	return c.src.List(opts)
+}
+
+func (c *countingLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	c.watches.Add(1)
+	c.mu.Lock()
+	c.watchRV = append(c.watchRV, opts.ResourceVersion)
+	gone := c.expired[opts.ResourceVersion]
+	c.mu.Unlock()
+	if gone {
+		return nil, apierrors.NewResourceExpired("too old resource version: " + opts.ResourceVersion)
+	}
+	return c.src.Watch(opts)
+}
+
+func (c *countingLW) expire(rv string) {
+	c.mu.Lock()
+	c.expired[rv] = true
+	c.mu.Unlock()
+}
+
+// recorder records what a handler sees, per key, in order.
+type recorder struct {
+	mu     sync.Mutex
+	events []string
+	perKey map[string][]string
+}
+
+func newRecorder() *recorder { return &recorder{perKey: map[string][]string{}} }
+
+func (r *recorder) record(key, ev string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, key+" "+ev)
+	r.perKey[key] = append(r.perKey[key], ev)
+}
+
+func keyOf(obj interface{}) string {
+	k, _ := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	return k
+}
+
+func rvOf(obj interface{}) string {
+	if p, ok := obj.(*v1.Pod); ok {
+		return p.ResourceVersion
+	}
+	return "?"
+}
+
+func (r *recorder) OnAdd(obj interface{}, initial bool) {
+	r.record(keyOf(obj), fmt.Sprintf("add@%s initial=%v", rvOf(obj), initial))
+}
+func (r *recorder) OnUpdate(old, obj interface{}) {
+	r.record(keyOf(obj), fmt.Sprintf("update@%s->%s", rvOf(old), rvOf(obj)))
+}
+func (r *recorder) OnDelete(obj interface{}) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		r.record(t.Key, "delete(tombstone)")
+		return
+	}
+	r.record(keyOf(obj), "delete")
+}
+
+func (r *recorder) count(prefix string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.events {
+		if strings.Contains(e, " "+prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+func (r *recorder) snapshot() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string{}, r.events...)
+}
+
+// runInformer opens path, starts an informer with a recorder, and waits
+// for HasSynced. stop cancels it, waits for Run, checks and closes the file.
+func runInformer(t *testing.T, path string, lw cache.ListerWatcher, opts boltinformer.InformerOptions) (*boltinformer.Informer, *recorder, func()) {
+	t.Helper()
+	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf, err := c.NewInformer(lw, &v1.Pod{}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder()
+	reg, err := inf.AddEventHandler(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
+	defer syncCancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced, reg.HasSynced) {
+		cancel()
+		<-done
+		t.Fatal("informer did not sync")
+	}
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		<-done
+		if !inf.IsStopped() {
+			t.Error("IsStopped false after Run returned")
+		}
+		boltindexertest.Verify(t, inf.Store())
+		if err := c.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		boltindexertest.CheckFile(t, path)
+	}
+	t.Cleanup(stop)
+	return inf, rec, stop
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return cond(), nil })
+	if err != nil {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+func sourceKeys(t *testing.T, src *fcache.FakeControllerSource) map[string]string {
+	obj, err := src.List(metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, item := range obj.(*v1.List).Items {
+		p := item.Object.(*v1.Pod)
+		out[p.Namespace+"/"+p.Name] = p.ResourceVersion
+	}
+	return out
+}
+
+func storeKeys(inf *boltinformer.Informer) map[string]string {
+	out := map[string]string{}
+	for _, o := range inf.GetStore().List() {
+		p := o.(*v1.Pod)
+		out[p.Namespace+"/"+p.Name] = p.ResourceVersion
+	}
+	return out
+}
+
+func sameMap(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestColdStartThenWarmRestartWithoutList(t *testing.T) {
+	src := newSource(t)
+	for i := 0; i < 20; i++ {
+		src.Add(testPod(fmt.Sprint("ns", i%2), fmt.Sprint("p", i), "n1"))
+	}
+	path := filepath.Join(t.TempDir(), "cache.db")
+	opts := boltinformer.InformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}}
+
+	lw := newCountingLW(src)
+	inf, rec, stop := runInformer(t, path, lw, opts)
+	if n := rec.count("add@"); n != 20 {
+		t.Fatalf("cold start: %d adds, want 20", n)
+	}
+	if n := rec.count("add@") - rec.count("initial=true"); n != 0 {
+		t.Fatalf("initial list adds must have isInInitialList=true: %v", rec.snapshot())
+	}
+	pods, err := corelisters.NewPodLister(inf.GetIndexer()).Pods("ns1").List(labels.Everything())
+	if err != nil || len(pods) != 10 {
+		t.Fatalf("generated lister: %d pods, %v", len(pods), err)
+	}
+	p := testPod("ns0", "p0", "n2")
+	src.Modify(p)
+	eventually(t, "update", func() bool { return rec.count("update@") == 1 })
+	stop()
+	if lw.lists.Load() != 1 {
+		t.Fatalf("cold start made %d LISTs, want 1", lw.lists.Load())
+	}
+
+	// While the process is down: 2 adds, 3 updates, 1 delete.
+	src.Add(testPod("ns0", "new1", "n1"))
+	src.Add(testPod("ns1", "new2", "n1"))
+	for _, n := range []string{"p2", "p4", "p6"} {
+		src.Modify(testPod("ns0", n, "n3"))
+	}
+	src.Delete(testPod("ns1", "p1", ""))
+
+	lw2 := newCountingLW(src)
+	inf2, rec2, stop2 := runInformer(t, path, lw2, opts)
+	// Warm start: the 20 stored objects are replayed from disk, then the changes arrive by WATCH.
+	eventually(t, "changes after warm start", func() bool {
+		return rec2.count("update@") == 3 && rec2.count("delete") == 1 && rec2.count("add@") == 22
+	})
+	if n := rec2.count("initial=true"); n != 20 {
+		t.Fatalf("replay: %d initial adds, want 20: %v", n, rec2.snapshot())
+	}
+	if n := lw2.lists.Load(); n != 0 {
+		t.Fatalf("warm restart made %d LISTs, want 0", n)
+	}
+	eventually(t, "store equals source", func() bool { return sameMap(storeKeys(inf2), sourceKeys(t, src)) })
+	stop2()
+}
+
+func TestRelistAfterExpiredRVDiffsAgainstDisk(t *testing.T) {
+	src := newSource(t)
+	for i := 0; i < 10; i++ {
+		src.Add(testPod("ns", fmt.Sprint("p", i), "n1"))
+	}
+	path := filepath.Join(t.TempDir(), "cache.db")
+	inf, _, stop := runInformer(t, path, newCountingLW(src), boltinformer.InformerOptions{})
+	storedRV := inf.GetStore().LastStoreSyncResourceVersion()
+	stop()
+
+	src.Modify(testPod("ns", "p3", "n9"))
+	src.Delete(testPod("ns", "p5", ""))
+	src.Add(testPod("ns", "p10", "n1"))
+
+	lw := newCountingLW(src)
+	lw.expire(storedRV) // the apiserver no longer serves the stored RV
+	inf2, rec, stop2 := runInformer(t, path, lw, boltinformer.InformerOptions{DisableReplay: true})
+	eventually(t, "relist changes", func() bool {
+		return rec.count("update@") == 1 && rec.count("delete(tombstone)") == 1 && rec.count("add@") == 1
+	})
+	if n := lw.lists.Load(); n != 1 {
+		t.Fatalf("%d LISTs after 410, want 1", n)
+	}
+	// Unchanged objects produced no event (DisableReplay: no replay either).
+	if got := len(rec.snapshot()); got != 3 {
+		t.Fatalf("handler saw %d events, want exactly 3: %v", got, rec.snapshot())
+	}
+	if !sameMap(storeKeys(inf2), sourceKeys(t, src)) {
+		t.Fatalf("store %v != source %v", storeKeys(inf2), sourceKeys(t, src))
+	}
+	stop2()
+}
+
+// TestSameEventsAsClientGo feeds one fake source to a client-go informer and
+// to ours and compares, per key, the add/update/delete sequences handlers see.
+func TestSameEventsAsClientGo(t *testing.T) {
+	src := newSource(t)
+	for i := 0; i < 30; i++ {
+		src.Add(testPod("ns", fmt.Sprint("p", i), "n1"))
+	}
+	theirs := cache.NewSharedIndexInformer(src, &v1.Pod{}, 0, cache.Indexers{})
+	theirRec := newRecorder()
+	theirs.AddEventHandler(theirRec)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { theirs.RunWithContext(ctx) })
+	defer wg.Wait()
+	defer cancel()
+
+	path := filepath.Join(t.TempDir(), "cache.db")
+	ours, ourRec, stop := runInformer(t, path, src, boltinformer.InformerOptions{})
+	if !cache.WaitForCacheSync(ctx.Done(), theirs.HasSynced) {
+		t.Fatal("client-go informer did not sync")
+	}
+	live := map[int]bool{}
+	for i := 0; i < 30; i++ {
+		live[i] = true
+	}
+	next := 30
+	for step := 0; step < 600; step++ {
+		i := (step * 7919) % (next + 5)
+		switch {
+		case !live[i] && i < next:
+			src.Add(testPod("ns", fmt.Sprint("p", i), "n1"))
+			live[i] = true
+		case live[i] && step%3 == 0:
+			src.Delete(testPod("ns", fmt.Sprint("p", i), ""))
+			live[i] = false
+		case live[i]:
+			src.Modify(testPod("ns", fmt.Sprint("p", i), "n"+strconv.Itoa(step)))
+		default:
+			src.Add(testPod("ns", fmt.Sprint("p", next), "n1"))
+			live[next] = true
+			next++
+		}
+	}
+	eventually(t, "both informers to converge", func() bool {
+		return sameMap(storeKeys(ours), sourceKeys(t, src)) && len(theirs.GetStore().ListKeys()) == len(sourceKeys(t, src)) &&
+			len(ourRec.snapshot()) == len(theirRec.snapshot())
+	})
+	ourRec.mu.Lock()
+	theirRec.mu.Lock()
+	defer ourRec.mu.Unlock()
+	defer theirRec.mu.Unlock()
+	var keys []string
+	for k := range theirRec.perKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if a, b := strings.Join(ourRec.perKey[k], "; "), strings.Join(theirRec.perKey[k], "; "); a != b {
+			t.Errorf("key %s:\n ours   %s\n client %s", k, a, b)
+		}
+	}
+	if len(ourRec.perKey) != len(theirRec.perKey) {
+		t.Errorf("ours saw %d keys, client-go %d", len(ourRec.perKey), len(theirRec.perKey))
+	}
+	_ = stop
+}

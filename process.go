@@ -1,0 +1,258 @@
+package boltinformer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/deltafifo"
+	"github.com/boltinformer/boltinformer/processor"
+)
+
+// processLoop pops deltas in batches and applies each batch in one bbolt
+// transaction, then notifies the handlers. It returns once the queue is
+// closed and drained.
+func (inf *Informer) processLoop(ctx context.Context, queue *deltafifo.Queue) {
+	for {
+		err := queue.PopBatch(
+			func(deltas []cache.Delta, _ bool) error { return inf.handle(ctx, deltas) },
+			func(obj interface{}, _ bool) error { return inf.handle(ctx, obj.(cache.Deltas)) },
+		)
+		switch {
+		case errors.Is(err, deltafifo.ErrClosed):
+			return
+		case err != nil:
+			inf.logger.Error(err, "Processing deltas failed")
+		}
+	}
+}
+
+// handle applies one popped batch. Deltas of one kind are applied
+// together; markers (relist start and end, bookmarks, resync) alone.
+func (inf *Informer) handle(ctx context.Context, deltas []cache.Delta) error {
+	if inf.abandoned.Load() {
+		return nil
+	}
+	inf.blockDeltas.Lock()
+	defer inf.blockDeltas.Unlock()
+	for i := 0; i < len(deltas); {
+		j := i + 1
+		for j < len(deltas) && sameClass(deltas[i].Type, deltas[j].Type) {
+			j++
+		}
+		if err := inf.handleRun(ctx, deltas[i:j]); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+func sameClass(a, b cache.DeltaType) bool {
+	watch := func(t cache.DeltaType) bool { return t == cache.Added || t == cache.Updated || t == cache.Deleted }
+	return (watch(a) && watch(b)) || (a == cache.Replaced && b == cache.Replaced)
+}
+
+func (inf *Informer) handleRun(ctx context.Context, run []cache.Delta) error {
+	switch t := run[0].Type; t {
+	case cache.Added, cache.Updated, cache.Deleted:
+		return inf.applyEvents(ctx, run)
+	case cache.Replaced:
+		return inf.applyListPage(ctx, run)
+	case cache.Bookmark:
+		info, _ := run[0].Object.(cache.BookmarkInfo)
+		return inf.retry(ctx, "bookmark", func() error {
+			_, err := inf.store.Apply(nil, info.ResourceVersion)
+			return err
+		})
+	case cache.SyncAll, cache.Sync:
+		return inf.resync()
+	case deltafifo.ListStart:
+		reason := inf.currentRelistReason()
+		return inf.retry(ctx, "begin relist", func() error { return inf.store.BeginRelist(reason) })
+	case deltafifo.ListComplete:
+		info, _ := run[0].Object.(deltafifo.ListCompleteInfo)
+		return inf.finishRelist(ctx, info.ResourceVersion)
+	default:
+		return fmt.Errorf("unexpected delta type %q", t)
+	}
+}
+
+// applyEvents applies watch events with the RV of the last one.
+func (inf *Informer) applyEvents(ctx context.Context, run []cache.Delta) error {
+	ops := make([]boltindexer.Op, len(run))
+	for i, d := range run {
+		ops[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: d.Object}
+		if d.Type == cache.Deleted {
+			ops[i].Type = boltindexer.OpDelete
+		}
+	}
+	changes, err := inf.applyOps(ctx, ops, func(ops []boltindexer.Op) ([]boltindexer.Change, error) {
+		return inf.store.Apply(ops, resourceVersionOf(ops[len(ops)-1].Obj))
+	})
+	if err != nil {
+		return err
+	}
+	for i, ch := range changes {
+		inf.notify(ch, run[i].Object, false)
+	}
+	return nil
+}
+
+// applyListPage applies relist items, diffing them against disk.
+func (inf *Informer) applyListPage(ctx context.Context, run []cache.Delta) error {
+	ops := make([]boltindexer.Op, len(run))
+	for i, d := range run {
+		ops[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: d.Object}
+	}
+	changes, err := inf.applyOps(ctx, ops, func(ops []boltindexer.Op) ([]boltindexer.Change, error) {
+		objs := make([]interface{}, len(ops))
+		for i := range ops {
+			objs[i] = ops[i].Obj
+		}
+		return inf.store.ApplyListPage(objs)
+	})
+	if err != nil {
+		return err
+	}
+	initial := !inf.HasSynced()
+	for i, ch := range changes {
+		inf.notify(ch, run[i].Object, initial)
+	}
+	return nil
+}
+
+// applyOps runs apply with retries. When the batch has an object the store
+// refuses (no metadata, wrong type, IndexFunc error), the batch is applied
+// one op at a time and the refused objects are dropped and logged: one bad
+// object must not stall the informer.
+func (inf *Informer) applyOps(ctx context.Context, ops []boltindexer.Op, apply func([]boltindexer.Op) ([]boltindexer.Change, error)) ([]boltindexer.Change, error) {
+	var changes []boltindexer.Change
+	start := inf.clock.Now()
+	err := inf.retry(ctx, "apply", func() error {
+		var err error
+		changes, err = apply(ops)
+		return err
+	})
+	if err == nil {
+		inf.metrics.observeCommit(len(ops), inf.clock.Since(start), changes)
+		return changes, nil
+	}
+	if !isBadInput(err) {
+		return nil, err
+	}
+	changes = make([]boltindexer.Change, len(ops))
+	for i := range ops {
+		var one []boltindexer.Change
+		err := inf.retry(ctx, "apply", func() error {
+			var err error
+			one, err = apply(ops[i : i+1])
+			return err
+		})
+		switch {
+		case err == nil:
+			changes[i] = one[0]
+		case isBadInput(err):
+			inf.metrics.dropped.WithLabelValues(inf.name).Inc()
+			inf.logger.Error(err, "Dropping an object the store cannot hold")
+			changes[i] = boltindexer.Change{Type: boltindexer.Unchanged}
+		default:
+			return nil, err
+		}
+	}
+	inf.metrics.observeCommit(len(ops), inf.clock.Since(start), changes)
+	return changes, nil
+}
+
+func isBadInput(err error) bool {
+	var keyErr cache.KeyError
+	return errors.As(err, &keyErr) ||
+		errors.Is(err, boltindexer.ErrNoMetadata) ||
+		errors.Is(err, boltindexer.ErrWrongType) ||
+		errors.Is(err, boltindexer.ErrIndexFunc) ||
+		errors.Is(err, boltindexer.ErrInvalidIndexValue)
+}
+
+// retry calls fn until it succeeds, fails on bad input, or ctx is done.
+// Giving up on a write marks the informer abandoned: no later delta may be
+// applied, since its RV would cover the one that was not.
+func (inf *Informer) retry(ctx context.Context, what string, fn func() error) error {
+	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Jitter: 0.1, Cap: 10 * time.Second, Steps: 1 << 30}
+	for {
+		err := fn()
+		if err == nil || isBadInput(err) {
+			return err
+		}
+		inf.metrics.commitErrors.WithLabelValues(inf.name).Inc()
+		if ctx.Err() != nil {
+			inf.abandoned.Store(true)
+			return fmt.Errorf("%s: giving up at shutdown, the next start resumes from the stored resourceVersion: %w", what, err)
+		}
+		d := backoff.Step()
+		inf.logger.Error(err, "Writing to the cache file failed; retrying", "what", what, "retryIn", d)
+		select {
+		case <-ctx.Done():
+		case <-inf.clock.After(d):
+		}
+	}
+}
+
+// finishRelist deletes the keys the relist did not show and notifies them
+// as tombstones, then marks the informer synced.
+func (inf *Informer) finishRelist(ctx context.Context, rv string) error {
+	var dels []boltindexer.Change
+	err := inf.retry(ctx, "finish relist", func() error {
+		var err error
+		dels, err = inf.store.FinishRelist(rv)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	inf.metrics.observeCommit(0, 0, dels)
+	for _, ch := range dels {
+		inf.processor.Distribute(processor.Delete{Obj: cache.DeletedFinalStateUnknown{Key: ch.Key, Obj: ch.Old}}, false)
+	}
+	inf.metrics.rvAdvanced(inf.name, inf.clock.Now())
+	inf.markSynced()
+	return nil
+}
+
+// notify turns a change into a handler notification. obj is the delta's
+// object (for a watch delete, the object the apiserver sent).
+func (inf *Informer) notify(ch boltindexer.Change, obj interface{}, initial bool) {
+	switch ch.Type {
+	case boltindexer.Added:
+		inf.processor.Distribute(processor.Add{Obj: ch.New, IsInInitialList: initial}, false)
+	case boltindexer.Updated:
+		if ch.OldErr != nil {
+			inf.logger.Error(ch.OldErr, "Previous object could not be decoded; notifying as an add", "key", ch.Key)
+			inf.processor.Distribute(processor.Add{Obj: ch.New, IsInInitialList: initial}, false)
+			return
+		}
+		inf.processor.Distribute(processor.Update{Old: ch.Old, New: ch.New}, false)
+	case boltindexer.Deleted:
+		inf.processor.Distribute(processor.Delete{Obj: obj}, false)
+	}
+}
+
+// resync sends every stored object as an update to the handlers that are due.
+func (inf *Informer) resync() error {
+	return inf.store.ForEach(func(obj interface{}) error {
+		inf.processor.Distribute(processor.Update{Old: obj, New: obj}, true)
+		return nil
+	})
+}
+
+func resourceVersionOf(obj interface{}) string {
+	if m, err := meta.Accessor(obj); err == nil {
+		return m.GetResourceVersion()
+	}
+	return ""
+}
