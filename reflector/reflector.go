@@ -200,7 +200,7 @@ func (r *Reflector) Run(ctx context.Context) error {
 
 	reason := r.initialAction()
 	logger.V(3).Info("Starting reflector", "startRV", r.startRV, "relist", reason, "watchList", r.useWatchList)
-	defer logger.V(3).Info("Stopping reflector", "lastSyncRV", r.LastSyncResourceVersion())
+	defer func() { logger.V(3).Info("Stopping reflector", "lastSyncRV", r.LastSyncResourceVersion()) }()
 
 	var resumed watchStream
 	for ctx.Err() == nil {
@@ -208,6 +208,7 @@ func (r *Reflector) Run(ctx context.Context) error {
 		if afterRelist {
 			w, err := r.relist(ctx, reason)
 			if ctx.Err() != nil {
+				w.stop()
 				return nil
 			}
 			if err != nil {

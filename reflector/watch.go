@@ -23,6 +23,13 @@ type watchStream struct {
 	w watch.Interface
 }
 
+// stop stops the stream, if any.
+func (s watchStream) stop() {
+	if s.w != nil {
+		s.w.Stop()
+	}
+}
+
 // watch consumes watches, re-watching from the last RV the sink accepted,
 // until that RV is no longer usable or ctx is done. It returns why the caller
 // must relist, or "" when ctx is done. A watch that ends normally is re-opened
@@ -37,9 +44,7 @@ func (r *Reflector) watch(ctx context.Context, resumed watchStream, afterRelist 
 	}
 	for {
 		if ctx.Err() != nil {
-			if w != nil {
-				w.Stop()
-			}
+			watchStream{w}.stop()
 			return ""
 		}
 		start := r.clock.Now()
@@ -47,26 +52,14 @@ func (r *Reflector) watch(ctx context.Context, resumed watchStream, afterRelist 
 		// and may well be quiet: its end is never a very short watch.
 		continued := w != nil
 		rv := r.LastSyncResourceVersion()
+		var err error
 		if w == nil {
-			var err error
 			w, err = r.startWatch(ctx, rv, !afterRelist)
 			afterRelist = false
-			if ctx.Err() != nil {
-				return ""
-			}
-			if err != nil {
-				err = fmt.Errorf("watch %s from resourceVersion %q: %w", r.typeDescription, rv, err)
-				r.reportError(ctx, err)
-				if reason := relistReason(err); reason != "" {
-					return reason
-				}
-				if !r.sleepBackoff(ctx) {
-					return ""
-				}
-				continue
-			}
 		}
-		err := r.consumeWatch(ctx, w, start, !isColdResourceVersion(rv), continued)
+		if err == nil {
+			err = r.consumeWatch(ctx, w, start, !isColdResourceVersion(rv), continued)
+		}
 		w = nil
 		switch {
 		case ctx.Err() != nil:
