@@ -36,6 +36,18 @@
 // one page in flight instead, at the cost of a quorum read; recent apiservers
 // serve it from the watch cache anyway (ConsistentListFromCache).
 //
+// # Failures
+//
+// A watch that ends normally (its timeout, the apiserver closing it) is opened
+// again at once from the last RV. Any other end of a request costs one backoff
+// step first and is reported to the WatchErrorHandler: 410 Gone / Expired and
+// "too large resource version" then relist (so an apiserver answering 410 at
+// once cannot make the reflector LIST in a loop); everything else, throttling
+// (429) and a refused connection among them, re-watches from the last RV
+// without a relist, or retries the relist that failed. A WatchList attempt
+// that fails in any way falls back to the paged LIST for that relist, as
+// client-go does, and is tried again at the next relist.
+//
 // # What it must never do
 //
 //   - Never persist or advance the store's RV itself: it reports RVs to the
