@@ -1,0 +1,160 @@
+package migrations
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
+)
+
+// CompactOptions configure Compact.
+type CompactOptions struct {
+	// LockTimeout bounds the wait for another process's lock; zero means
+	// boltindexer.DefaultLockTimeout.
+	LockTimeout time.Duration
+	// TxMaxSize bounds the bytes copied per transaction; zero means
+	// DefaultTxMaxSize.
+	TxMaxSize int64
+	// Force replaces an existing destination other than the source.
+	Force bool
+	// NoSync skips fsync (tests only).
+	NoSync bool
+}
+
+// CompactReport says what Compact did.
+type CompactReport struct {
+	Src, Dst              string
+	SizeBefore, SizeAfter int64
+	Duration              time.Duration
+}
+
+// Compact copies the bbolt file src into a new file without its free pages
+// (bbolt's Compact), checks the copy, fsyncs it and renames it to dst. An
+// empty dst, or dst naming src, compacts in place. The rename is the only
+// change to dst, so after a crash dst is either the old file or the
+// complete compacted one. Compact holds src's exclusive lock throughout and
+// dst's too when it replaces an existing file (Force), so it fails with
+// ErrLocked while a process uses either. It works on any schema version.
+func Compact(src, dst string, opts CompactOptions) (rep CompactReport, err error) {
+	start := time.Now()
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = boltindexer.DefaultLockTimeout
+	}
+	if opts.TxMaxSize <= 0 {
+		opts.TxMaxSize = DefaultTxMaxSize
+	}
+	if dst == "" {
+		dst = src
+	}
+	rep = CompactReport{Src: src, Dst: dst}
+	defer func() { rep.Duration = time.Since(start) }()
+
+	inPlace, err := sameFile(src, dst)
+	if err != nil {
+		return rep, err
+	}
+	if empty, err := zeroLength(src); err != nil || empty {
+		if empty {
+			err = fmt.Errorf("compact %s: %w: empty file", src, ErrNotBolt)
+		}
+		return rep, err
+	}
+	db, err := openLocked(src, opts.LockTimeout, false, true)
+	if err != nil {
+		return rep, fmt.Errorf("compact: %w", err)
+	}
+	defer db.Close()
+	if fi, err := os.Stat(src); err == nil {
+		rep.SizeBefore = fi.Size()
+	}
+	if !inPlace {
+		release, err := claimDestination(dst, opts.Force, opts.LockTimeout)
+		if err != nil {
+			return rep, fmt.Errorf("compact %s to %s: %w", src, dst, err)
+		}
+		defer release()
+	}
+	version, _, err := boltindexer.ReadSchemaVersion(db)
+	if err != nil {
+		return rep, fmt.Errorf("compact %s: %w", src, err)
+	}
+
+	work, err := createWork(dst + compactSuffix)
+	if err != nil {
+		return rep, err
+	}
+	err = bolt.Compact(work, db, opts.TxMaxSize)
+	if err == nil {
+		err = work.View(func(tx *bolt.Tx) error { return checkFile(tx, version) })
+		if err != nil {
+			err = fmt.Errorf("%w: %w", ErrCheckFailed, err)
+		}
+	}
+	if err != nil {
+		discardWork(work)
+		return rep, fmt.Errorf("compact %s: %w", src, err)
+	}
+	if err := commitWork(work, dst, opts.NoSync); err != nil {
+		return rep, fmt.Errorf("compact %s: %w", src, err)
+	}
+	if fi, err := os.Stat(dst); err == nil {
+		rep.SizeAfter = fi.Size()
+	}
+	return rep, nil
+}
+
+// sameFile reports whether a and b name the same file (b may not exist).
+func sameFile(a, b string) (bool, error) {
+	if filepath.Clean(a) == filepath.Clean(b) {
+		return true, nil
+	}
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false, fmt.Errorf("compact %s: %w", a, err)
+	}
+	fb, err := os.Stat(b)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("compact to %s: %w", b, err)
+	}
+	return os.SameFile(fa, fb), nil
+}
+
+// claimDestination refuses an existing dst unless force is set, and then
+// holds its bbolt lock (when it is a bbolt file) until release, so a file
+// in use by another process is never replaced.
+func claimDestination(dst string, force bool, timeout time.Duration) (release func(), err error) {
+	fi, err := os.Stat(dst)
+	if errors.Is(err, fs.ErrNotExist) {
+		return func() {}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !force {
+		return nil, fmt.Errorf("%w: %s (use force to replace it)", ErrExists, dst)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrExists, dst)
+	}
+	if fi.Size() == 0 {
+		return func() {}, nil
+	}
+	held, err := openLocked(dst, timeout, false, true)
+	switch {
+	case err == nil:
+		return func() { _ = held.Close() }, nil
+	case errors.Is(err, ErrLocked):
+		return nil, err
+	}
+	// Not a bbolt file: nobody can be using it as a cache.
+	return func() {}, nil
+}

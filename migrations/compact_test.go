@@ -1,0 +1,139 @@
+package migrations_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/migrations"
+)
+
+// fragmentedFile writes n pods through boltindexer and deletes all but
+// keep of them, leaving free pages; it returns the surviving pods.
+func fragmentedFile(t testing.TB, path string, n, keep int) []storeSpec {
+	t.Helper()
+	s, err := boltindexer.Open(path, "pods", boltindexer.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := pods(n, 0)
+	for i := 0; i < n; i += 500 {
+		var ops []boltindexer.Op
+		for _, o := range objs[i:min(i+500, n)] {
+			ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: o})
+		}
+		if _, err := s.Apply(ops, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ops []boltindexer.Op
+	for _, o := range objs[keep:] {
+		ops = append(ops, boltindexer.Op{Type: boltindexer.OpDelete, Obj: o})
+	}
+	if _, err := s.Apply(ops, "77"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return []storeSpec{{name: "pods", example: &v1.Pod{}, indexers: podIndexers(), rv: "77", objects: objs[:keep]}}
+}
+
+func compactOpts() migrations.CompactOptions {
+	return migrations.CompactOptions{NoSync: true, LockTimeout: 100 * time.Millisecond}
+}
+
+func TestCompactInPlace(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	want := fragmentedFile(t, path, 2000, 100)
+	before := dump(t, path)
+	rep, err := migrations.Compact(path, "", compactOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("compacted %d → %d bytes in %s", rep.SizeBefore, rep.SizeAfter, rep.Duration)
+	if rep.SizeAfter*2 > rep.SizeBefore {
+		t.Fatalf("compaction reclaimed little: %d → %d bytes", rep.SizeBefore, rep.SizeAfter)
+	}
+	if d := diffDumps(before, dump(t, path)); d != "" {
+		t.Fatalf("compaction changed the content:\n%s", d)
+	}
+	if got := leftovers(t, path); len(got) != 0 {
+		t.Fatalf("work files left behind: %v", got)
+	}
+	verifyV1(t, path, want)
+}
+
+func TestCompactV0File(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	writeV0(t, path, v0Stores(50)...)
+	before := dump(t, path)
+	if _, err := migrations.Compact(path, path, compactOpts()); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffDumps(before, dump(t, path)); d != "" {
+		t.Fatalf("compaction changed the content:\n%s", d)
+	}
+}
+
+func TestCompactToAnotherFile(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "cache.db"), filepath.Join(dir, "compact.db")
+	want := fragmentedFile(t, src, 600, 50)
+	srcBefore := stateOf(t, src)
+	content := dump(t, src)
+
+	if _, err := migrations.Compact(src, dst, compactOpts()); err != nil {
+		t.Fatal(err)
+	}
+	if !stateOf(t, src).equal(srcBefore) {
+		t.Fatal("compacting to another file changed the source")
+	}
+	verifyV1(t, dst, want)
+
+	// An existing destination is kept unless forced.
+	if err := os.WriteFile(dst, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.Compact(src, dst, compactOpts()); !errors.Is(err, migrations.ErrExists) {
+		t.Fatalf("err %v, want ErrExists", err)
+	}
+	if b, _ := os.ReadFile(dst); string(b) != "precious" {
+		t.Fatal("refused compaction touched the destination")
+	}
+	o := compactOpts()
+	o.Force = true
+	if _, err := migrations.Compact(src, dst, o); err != nil {
+		t.Fatal(err)
+	}
+	if d := diffDumps(content, dump(t, dst)); d != "" {
+		t.Fatalf("forced compaction wrote other content:\n%s", d)
+	}
+
+	// A destination in use by a process is never replaced, even forced.
+	db, err := boltindexer.OpenDB(dst, boltindexer.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := migrations.Compact(src, dst, o); !errors.Is(err, migrations.ErrLocked) {
+		t.Fatalf("err %v, want ErrLocked", err)
+	}
+}
+
+func TestCompactLockedSource(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	db, err := boltindexer.OpenDB(path, boltindexer.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := migrations.Compact(path, "", compactOpts()); !errors.Is(err, migrations.ErrLocked) {
+		t.Fatalf("err %v, want ErrLocked", err)
+	}
+}

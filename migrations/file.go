@@ -1,0 +1,222 @@
+package migrations
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// Suffixes of the files a run works in, next to the file it migrates.
+const (
+	tmpSuffix     = ".migrate-tmp"
+	scratchSuffix = ".migrate-scratch"
+	compactSuffix = ".compact-tmp"
+)
+
+// openLocked opens an existing bbolt file with bbolt's lock: exclusive for
+// a writer, shared when readOnly. It never creates the file and opening
+// writes nothing.
+func openLocked(path string, timeout time.Duration, readOnly, noSync bool) (*bolt.DB, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("open %s: %w: not a regular file", path, ErrNotBolt)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        timeout,
+		ReadOnly:       readOnly,
+		NoSync:         noSync,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+	})
+	if err != nil {
+		return nil, classifyOpenError(path, timeout, fi.Size(), err)
+	}
+	return db, nil
+}
+
+func classifyOpenError(path string, timeout time.Duration, size int64, err error) error {
+	switch {
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return fmt.Errorf("open %s: %w (waited %s): %v", path, ErrLocked, timeout, err)
+	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrVersionMismatch), errors.Is(err, bolterrors.ErrChecksum):
+		return fmt.Errorf("open %s: %w: %v", path, ErrNotBolt, err)
+	case size > 0 && size < 2*4096:
+		// bbolt reports a truncated file with a plain error.
+		return fmt.Errorf("open %s: %w (file is %d bytes): %v", path, ErrNotBolt, size, err)
+	}
+	return fmt.Errorf("open %s: %w", path, err)
+}
+
+// createWork creates the bbolt file a rewrite fills, replacing a leftover
+// of a crashed run. It syncs only when asked (Sync before the rename).
+func createWork(path string) (*bolt.DB, error) {
+	if err := removeIfExists(path); err != nil {
+		return nil, err
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        time.Second,
+		NoSync:         true,
+		NoGrowSync:     true,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// discardWork closes and removes a work file.
+func discardWork(db *bolt.DB) {
+	path := db.Path()
+	_ = db.Close()
+	_ = os.Remove(path)
+}
+
+// commitWork makes a filled work file durable and renames it to path: after
+// a crash, path holds either its old content or all of the new.
+func commitWork(work *bolt.DB, path string, noSync bool) error {
+	tmp := work.Path()
+	if !noSync {
+		if err := work.Sync(); err != nil {
+			discardWork(work)
+			return fmt.Errorf("sync %s: %w", tmp, err)
+		}
+	}
+	if err := work.Close(); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
+	}
+	if noSync {
+		return nil
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove stale %s: %w", path, err)
+	}
+	return nil
+}
+
+// batchWriter fills a bbolt file in write transactions of about max bytes
+// of keys and values each, so a rewrite never keeps the whole file in
+// dirty pages. Values given to put must stay valid until the next commit
+// (bbolt keeps references to them; it copies keys).
+type batchWriter struct {
+	db   *bolt.DB
+	max  int
+	tx   *bolt.Tx
+	size int
+
+	// last and lastPath cache the bucket of the previous put in tx.
+	last     *bolt.Bucket
+	lastPath [][]byte
+}
+
+func newBatchWriter(db *bolt.DB, max int) *batchWriter {
+	return &batchWriter{db: db, max: max}
+}
+
+// bucket returns the nested bucket at path in the current transaction,
+// creating it and its parents.
+func (w *batchWriter) bucket(path ...[]byte) (*bolt.Bucket, error) {
+	if w.tx == nil {
+		tx, err := w.db.Begin(true)
+		if err != nil {
+			return nil, err
+		}
+		w.tx = tx
+	}
+	if w.last != nil && samePath(path, w.lastPath) {
+		return w.last, nil
+	}
+	b, err := w.tx.CreateBucketIfNotExists(path[0])
+	for i := 1; err == nil && i < len(path); i++ {
+		b, err = b.CreateBucketIfNotExists(path[i])
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bucket %q: %w", path, err)
+	}
+	w.last = b
+	w.lastPath = w.lastPath[:0]
+	for _, p := range path {
+		w.lastPath = append(w.lastPath, append([]byte(nil), p...))
+	}
+	return b, nil
+}
+
+// put stores k → v in the bucket at path and commits once the transaction
+// holds max bytes.
+func (w *batchWriter) put(path [][]byte, k, v []byte) error {
+	b, err := w.bucket(path...)
+	if err != nil {
+		return err
+	}
+	if err := b.Put(k, v); err != nil {
+		return fmt.Errorf("put %q in %q: %w", k, path, err)
+	}
+	w.size += len(k) + len(v)
+	if w.size >= w.max {
+		return w.commit()
+	}
+	return nil
+}
+
+// commit commits the current transaction, if any.
+func (w *batchWriter) commit() error {
+	if w.tx == nil {
+		return nil
+	}
+	tx := w.tx
+	w.tx, w.last, w.lastPath, w.size = nil, nil, w.lastPath[:0], 0
+	return tx.Commit()
+}
+
+// rollback discards the uncommitted part (after an error).
+func (w *batchWriter) rollback() {
+	if w.tx != nil {
+		_ = w.tx.Rollback()
+		w.tx, w.last = nil, nil
+	}
+}
+
+func samePath(a, b [][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !bytes.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}

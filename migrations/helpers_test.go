@@ -1,0 +1,318 @@
+package migrations_test
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/migrations/migrationstest"
+)
+
+// fixedNow is the clock of every migration in these tests.
+var fixedNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+
+
+func podIndexers() cache.Indexers {
+	return cache.Indexers{
+		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
+		"node": func(obj interface{}) ([]string, error) {
+			return []string{obj.(*v1.Pod).Spec.NodeName}, nil
+		},
+		"labels": func(obj interface{}) ([]string, error) {
+			var out []string
+			for k, v := range obj.(*v1.Pod).Labels {
+				out = append(out, k+"="+v)
+			}
+			return out, nil
+		},
+		"none-or-app": func(obj interface{}) ([]string, error) {
+			if app, ok := obj.(*v1.Pod).Labels["app"]; ok {
+				return []string{app, app, "any"}, nil
+			}
+			return nil, nil
+		},
+	}
+}
+
+func nodeIndexers() cache.Indexers {
+	return cache.Indexers{
+		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
+		"zone": func(obj interface{}) ([]string, error) {
+			return []string{obj.(*v1.Node).Labels["zone"]}, nil
+		},
+	}
+}
+
+func crIndexers() cache.Indexers {
+	return cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+}
+
+// pods returns n pods with resourceVersions base+1 … base+n; every fifth
+// has no app label, so none-or-app has no values for it.
+func pods(n, base int) []runtime.Object {
+	out := make([]runtime.Object, 0, n)
+	for i := 0; i < n; i++ {
+		labels := map[string]string{"tier": strconv.Itoa(i % 3)}
+		if i%5 != 0 {
+			labels["app"] = "app-" + strconv.Itoa(i%11)
+		}
+		out = append(out, &v1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: "ns-" + strconv.Itoa(i%4), Name: fmt.Sprintf("pod-%05d", i),
+				ResourceVersion: strconv.Itoa(base + i + 1), UID: types.UID("uid-" + strconv.Itoa(i)), Labels: labels,
+			},
+			Spec: v1.PodSpec{
+				NodeName:   "node-" + strconv.Itoa(i%7),
+				Containers: []v1.Container{{Name: "c", Image: "registry.example/app:" + strconv.Itoa(i)}},
+			},
+		})
+	}
+	return out
+}
+
+func nodes(n int) []runtime.Object {
+	out := make([]runtime.Object, 0, n)
+	for i := 0; i < n; i++ {
+		out = append(out, &v1.Node{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", i), ResourceVersion: strconv.Itoa(500 + i), Labels: map[string]string{"zone": "z" + strconv.Itoa(i%2)}},
+		})
+	}
+	return out
+}
+
+func customResources(n int) []runtime.Object {
+	out := make([]runtime.Object, 0, n)
+	for i := 0; i < n; i++ {
+		u := &unstructured.Unstructured{Object: map[string]interface{}{
+			"apiVersion": "example.com/v1", "kind": "Widget",
+			"metadata": map[string]interface{}{"namespace": "ns-" + strconv.Itoa(i%2), "name": fmt.Sprintf("w-%d", i), "resourceVersion": strconv.Itoa(900 + i)},
+			"spec":     map[string]interface{}{"size": int64(i), "ratio": 0.5},
+		}}
+		out = append(out, u)
+	}
+	return out
+}
+
+// v0Stores is the fixture most tests start from: three stores, one per codec.
+func v0Stores(nPods int) []migrationstest.V0Store {
+	return []migrationstest.V0Store{
+		{Name: "pods", RV: strconv.Itoa(nPods), Objects: pods(nPods, 0), Indexers: podIndexers()},
+		{Name: "nodes", RV: "600", Objects: nodes(5), Indexers: nodeIndexers()},
+		{Name: "widgets", Objects: customResources(4), Indexers: crIndexers()},
+	}
+}
+
+type storeSpec struct {
+	name     string
+	example  runtime.Object
+	indexers cache.Indexers
+	rv       string
+	objects  []runtime.Object
+}
+
+func specs(stores []migrationstest.V0Store) []storeSpec {
+	out := make([]storeSpec, 0, len(stores))
+	for _, s := range stores {
+		var ex runtime.Object
+		switch s.Objects[0].(type) {
+		case *v1.Pod:
+			ex = &v1.Pod{}
+		case *v1.Node:
+			ex = &v1.Node{}
+		default:
+			ex = &unstructured.Unstructured{}
+		}
+		out = append(out, storeSpec{name: s.Name, example: ex, indexers: s.Indexers, rv: s.RV, objects: s.Objects})
+	}
+	return out
+}
+
+func writeV0(t testing.TB, path string, stores ...migrationstest.V0Store) {
+	t.Helper()
+	if err := migrationstest.WriteV0(path, stores...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// verifyV1 opens path with boltindexer, checks every store with its
+// IndexFuncs (Store.Verify and CheckTx) and compares its content with want.
+func verifyV1(t testing.TB, path string, want []storeSpec) {
+	t.Helper()
+	db, err := boltindexer.OpenDB(path, boltindexer.Options{NoSync: true})
+	if err != nil {
+		t.Fatalf("open migrated file: %v", err)
+	}
+	defer db.Close()
+	for _, sp := range want {
+		s, err := boltindexer.New(db, sp.name, boltindexer.StoreOptions{Object: sp.example, Indexers: sp.indexers})
+		if err != nil {
+			t.Fatalf("store %s: %v", sp.name, err)
+		}
+		if r := s.OpenReport(); len(r.RebuiltIndexes)+len(r.DroppedIndexes) > 0 || r.Reset {
+			t.Errorf("store %s: opening the migrated file changed it: %+v", sp.name, r)
+		}
+		if err := s.Verify(); err != nil {
+			t.Errorf("store %s: %v", sp.name, err)
+		}
+		if rv := s.LastStoreSyncResourceVersion(); rv != sp.rv {
+			t.Errorf("store %s: rv %q, want %q", sp.name, rv, sp.rv)
+		}
+		if n, _ := s.Len(); n != len(sp.objects) {
+			t.Errorf("store %s: %d objects, want %d", sp.name, n, len(sp.objects))
+		}
+		for _, o := range sp.objects {
+			got, ok, err := s.Get(o)
+			if err != nil || !ok {
+				t.Fatalf("store %s: get %v: %v %v", sp.name, o, ok, err)
+			}
+			if !apiequality.Semantic.DeepEqual(got, o) {
+				t.Fatalf("store %s: object differs after migration:\n got %#v\nwant %#v", sp.name, got, o)
+			}
+		}
+	}
+	err = db.View(func(tx *bolt.Tx) error {
+		for _, p := range boltindexer.CheckTx(tx, boltindexer.CheckOptions{}) {
+			t.Errorf("check: %s", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dump lists every bucket and key of a closed file, one line each, in
+// order, so two files can be compared logically.
+func dump(t testing.TB, path string) []string {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("dump %s: %v", path, err)
+	}
+	defer db.Close()
+	var out []string
+	var walk func(prefix string, b *bolt.Bucket)
+	walk = func(prefix string, b *bolt.Bucket) {
+		_ = b.ForEach(func(k, v []byte) error {
+			if sub := b.Bucket(k); sub != nil {
+				out = append(out, fmt.Sprintf("%s/%q/", prefix, k))
+				walk(fmt.Sprintf("%s/%q", prefix, k), sub)
+				return nil
+			}
+			out = append(out, fmt.Sprintf("%s/%q=%x", prefix, k, v))
+			return nil
+		})
+	}
+	_ = db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			out = append(out, fmt.Sprintf("%q/", name))
+			walk(fmt.Sprintf("%q", name), b)
+			return nil
+		})
+	})
+	return out
+}
+
+func diffDumps(a, b []string) string {
+	sa, sb := map[string]bool{}, map[string]bool{}
+	for _, l := range a {
+		sa[l] = true
+	}
+	for _, l := range b {
+		sb[l] = true
+	}
+	var d []string
+	for l := range sa {
+		if !sb[l] {
+			d = append(d, "- "+l)
+		}
+	}
+	for l := range sb {
+		if !sa[l] {
+			d = append(d, "+ "+l)
+		}
+	}
+	sort.Strings(d)
+	if len(d) > 20 {
+		d = append(d[:20], fmt.Sprintf("… %d more", len(d)-20))
+	}
+	return strings.Join(d, "\n")
+}
+
+// fileState is a file's content hash and modification time.
+type fileState struct {
+	sum   [32]byte
+	mtime time.Time
+	size  int64
+}
+
+func stateOf(t testing.TB, path string) fileState {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fileState{sum: sha256.Sum256(b), mtime: fi.ModTime(), size: fi.Size()}
+}
+
+func (s fileState) equal(o fileState) bool {
+	return s.sum == o.sum && s.mtime.Equal(o.mtime) && s.size == o.size
+}
+
+// leftovers lists the work files next to path.
+func leftovers(t testing.TB, path string) []string {
+	t.Helper()
+	m, err := filepath.Glob(path + ".*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func schemaVersionOf(t testing.TB, path string) uint64 {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	defer db.Close()
+	v, _, err := boltindexer.ReadSchemaVersion(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func u64(v uint64) *uint64 { return &v }
+
+var _ = bytes.Equal
+
+func toInterfaces(objs []runtime.Object) []interface{} {
+	out := make([]interface{}, len(objs))
+	for i, o := range objs {
+		out[i] = o
+	}
+	return out
+}

@@ -1,0 +1,298 @@
+package migrations
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/internal/schema"
+	"github.com/boltinformer/boltinformer/migrations/internal/v0"
+)
+
+// DefaultTxMaxSize bounds the bytes of keys and values a rewrite commits per
+// transaction when Options.TxMaxSize is zero.
+const DefaultTxMaxSize = 32 << 20
+
+// Options configure Plan and Migrate.
+type Options struct {
+	// Target is the schema version to end at; nil means schema.Version. A
+	// version below the file's runs the reverts of the steps in between.
+	Target *uint64
+	// LockTimeout bounds the wait for another process's lock on the file;
+	// zero means boltindexer.DefaultLockTimeout. It is never infinite.
+	LockTimeout time.Duration
+	// NoSync skips fsync (tests only: a power loss could then lose the
+	// migrated file).
+	NoSync bool
+	// Now is the time written as created-at and updated-at; nil means time.Now.
+	Now func() time.Time
+	// Writer is recorded as the meta writer-version by upgrades; empty means
+	// boltindexer.WriterVersion.
+	Writer string
+	// TxMaxSize bounds the bytes per transaction of a rewrite; zero means
+	// DefaultTxMaxSize.
+	TxMaxSize int
+}
+
+func (o Options) complete() Options {
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = boltindexer.DefaultLockTimeout
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Writer == "" {
+		o.Writer = boltindexer.WriterVersion
+	}
+	if o.TxMaxSize <= 0 {
+		o.TxMaxSize = DefaultTxMaxSize
+	}
+	return o
+}
+
+func (o Options) target(current uint64) uint64 {
+	if o.Target == nil {
+		return current
+	}
+	return *o.Target
+}
+
+// Report says what Plan would do or what Migrate did.
+type Report struct {
+	Path string
+	// Empty is true for a file with no buckets at all (boltindexer
+	// initialises it on open); there is then nothing to migrate.
+	Empty bool
+	// From is the file's schema version before; To is the version after
+	// the steps (for Plan, the version they would reach).
+	From, To uint64
+	// Steps are the steps that would run (Plan) or ran (Migrate), in order.
+	Steps []StepInfo
+	// Duration is the time Migrate spent.
+	Duration time.Duration
+}
+
+func (r Report) String() string {
+	var b strings.Builder
+	switch {
+	case r.Empty:
+		fmt.Fprintf(&b, "%s: empty file, nothing to migrate", r.Path)
+	case len(r.Steps) == 0:
+		fmt.Fprintf(&b, "%s: schema v%d, nothing to migrate", r.Path, r.From)
+	default:
+		fmt.Fprintf(&b, "%s: schema v%d → v%d in %d step(s)", r.Path, r.From, r.To, len(r.Steps))
+	}
+	for _, s := range r.Steps {
+		fmt.Fprintf(&b, "\n  %s", s)
+	}
+	return b.String()
+}
+
+// Plan reports the steps Migrate would run on the file at path, without
+// writing to it (a dry run). When there are steps, it also checks that the
+// file follows the layout of its version (one read of the whole file) and
+// fails with ErrLayout if not. It takes a shared lock, so it fails with
+// ErrLocked while a process holds the file for writing.
+func Plan(path string, opts Options) (Report, error) {
+	return plan(path, opts.complete(), registry, schema.Version)
+}
+
+func plan(path string, opts Options, steps []step, current uint64) (Report, error) {
+	rep := Report{Path: path}
+	if empty, err := zeroLength(path); err != nil || empty {
+		rep.Empty = empty
+		return rep, err
+	}
+	db, err := openLocked(path, opts.LockTimeout, true, true)
+	if err != nil {
+		return rep, err
+	}
+	defer db.Close()
+	from, initialised, err := boltindexer.ReadSchemaVersion(db)
+	if err != nil {
+		return rep, fmt.Errorf("plan %s: %w", path, err)
+	}
+	if !initialised {
+		rep.Empty = true
+		return rep, nil
+	}
+	rep.From, rep.To = from, from
+	ps, err := planSteps(steps, current, from, opts.target(current))
+	if err != nil {
+		return rep, fmt.Errorf("plan %s: %w", path, err)
+	}
+	for _, p := range ps {
+		rep.Steps = append(rep.Steps, p.StepInfo)
+		rep.To = p.To
+	}
+	if len(ps) > 0 {
+		// A dry run also says whether the steps can read the file.
+		err := db.View(func(tx *bolt.Tx) error { return checkFile(tx, from) })
+		if err != nil && !errors.Is(err, ErrLayout) {
+			err = fmt.Errorf("%w: %w", ErrLayout, err)
+		}
+		if err != nil {
+			return rep, fmt.Errorf("plan %s: schema v%d: %w", path, from, err)
+		}
+	}
+	return rep, nil
+}
+
+// Migrate brings the file at path to opts.Target (schema.Version by
+// default), one step at a time. It holds bbolt's exclusive lock, so it
+// fails with ErrLocked while any process has the file open. A file of a
+// newer schema than this build knows is refused with ErrNewerSchema before
+// anything is written. After a crash the file is at the version of the
+// last completed step, complete; running Migrate again continues from there.
+func Migrate(path string, opts Options) (Report, error) {
+	return migrate(path, opts.complete(), registry, schema.Version)
+}
+
+func migrate(path string, opts Options, steps []step, current uint64) (rep Report, err error) {
+	start := time.Now()
+	rep = Report{Path: path}
+	defer func() { rep.Duration = time.Since(start) }()
+	if empty, err := zeroLength(path); err != nil || empty {
+		rep.Empty = empty
+		return rep, err
+	}
+	db, err := openLocked(path, opts.LockTimeout, false, opts.NoSync)
+	if err != nil {
+		return rep, err
+	}
+	defer func() {
+		if db != nil {
+			_ = db.Close()
+		}
+	}()
+	from, initialised, err := boltindexer.ReadSchemaVersion(db)
+	if err != nil {
+		return rep, fmt.Errorf("migrate %s: %w", path, err)
+	}
+	if !initialised {
+		rep.Empty = true
+		return rep, nil
+	}
+	rep.From, rep.To = from, from
+	ps, err := planSteps(steps, current, from, opts.target(current))
+	if err != nil {
+		return rep, fmt.Errorf("migrate %s: %w", path, err)
+	}
+	if len(ps) > 0 {
+		// Leftovers of a crashed run; the lock says no run is in progress.
+		for _, f := range []string{path + tmpSuffix, path + scratchSuffix} {
+			if err := removeIfExists(f); err != nil {
+				return rep, err
+			}
+		}
+	}
+	for _, p := range ps {
+		e := &env{path: path, scratchPath: path + scratchSuffix, now: opts.Now(), writer: opts.Writer, txMaxSize: opts.TxMaxSize}
+		if p.inPlace != nil {
+			err = runInPlace(db, p, e)
+		} else {
+			err = runRewrite(db, p, e, opts.NoSync)
+			_ = db.Close()
+			db = nil
+			if err == nil {
+				db, err = openLocked(path, opts.LockTimeout, false, opts.NoSync)
+			}
+		}
+		if err != nil {
+			return rep, fmt.Errorf("migrate %s from v%d to v%d: %w", path, p.From, p.To, err)
+		}
+		rep.Steps = append(rep.Steps, p.StepInfo)
+		rep.To = p.To
+	}
+	return rep, nil
+}
+
+// runInPlace applies a change, checks its result and commits, all in one
+// write transaction.
+func runInPlace(db *bolt.DB, p plannedStep, e *env) error {
+	return db.Update(func(tx *bolt.Tx) error {
+		if err := p.inPlace(tx, e); err != nil {
+			return err
+		}
+		return checkResult(tx, p.To)
+	})
+}
+
+// runRewrite fills a new file from the old one, checks it, and renames it
+// over the old one. The old file stays untouched until the rename.
+func runRewrite(db *bolt.DB, p plannedStep, e *env, noSync bool) error {
+	work, err := createWork(e.path + tmpSuffix)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = removeIfExists(e.scratchPath) }()
+	err = db.View(func(src *bolt.Tx) error { return p.rewrite(src, work, e) })
+	if err == nil {
+		err = work.View(func(tx *bolt.Tx) error { return checkResult(tx, p.To) })
+	}
+	if err != nil {
+		discardWork(work)
+		return err
+	}
+	return commitWork(work, e.path, noSync)
+}
+
+// checkResult verifies that a step produced a file of version want that
+// passes that version's check.
+func checkResult(tx *bolt.Tx, want uint64) error {
+	got, err := txVersion(tx)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrCheckFailed, err)
+	}
+	if got != want {
+		return fmt.Errorf("%w: result is schema v%d, want v%d", ErrCheckFailed, got, want)
+	}
+	if err := checkFile(tx, want); err != nil {
+		return fmt.Errorf("%w: %w", ErrCheckFailed, err)
+	}
+	return nil
+}
+
+// checkFile runs bbolt's structural check and the invariant checks of the
+// schema version the file claims to be.
+func checkFile(tx *bolt.Tx, version uint64) error {
+	switch version {
+	case schema.Version:
+		if ps := boltindexer.CheckTx(tx, boltindexer.CheckOptions{MaxProblems: 10}); len(ps) > 0 {
+			return fmt.Errorf("%d problem(s), first: %s", len(ps), ps[0])
+		}
+		return nil
+	case 0:
+		if err := boltCheck(tx); err != nil {
+			return err
+		}
+		return v0.Check(tx)
+	}
+	return boltCheck(tx)
+}
+
+// boltCheck runs bbolt's page-level check and returns its first error.
+func boltCheck(tx *bolt.Tx) error {
+	var first error
+	for err := range tx.Check() {
+		if first == nil {
+			first = fmt.Errorf("bbolt: %w", err)
+		}
+	}
+	return first
+}
+
+// zeroLength reports whether path is an empty file (never opened by bbolt);
+// a missing path is an error.
+func zeroLength(path string) (bool, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false, fmt.Errorf("open %s: %w", path, err)
+	}
+	return fi.Mode().IsRegular() && fi.Size() == 0, nil
+}

@@ -1,0 +1,308 @@
+package migrations_test
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/internal/schema"
+	"github.com/boltinformer/boltinformer/migrations"
+	"github.com/boltinformer/boltinformer/migrations/migrationstest"
+)
+
+func opts() migrations.Options {
+	return migrations.Options{NoSync: true, Now: func() time.Time { return fixedNow }, LockTimeout: time.Second}
+}
+
+func TestMigrateV0ToV1(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		txMaxSize int
+	}{
+		{"one transaction", 0},
+		{"many small transactions", 2048},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cache.db")
+			stores := v0Stores(300)
+			writeV0(t, path, stores...)
+			o := opts()
+			o.TxMaxSize = tc.txMaxSize
+			o.Writer = "migrations-test"
+			rep, err := migrations.Migrate(path, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.From != 0 || rep.To != 1 || len(rep.Steps) != 1 || !rep.Steps[0].Rewrite || rep.Steps[0].Revert {
+				t.Fatalf("report %+v", rep)
+			}
+			if got := leftovers(t, path); len(got) != 0 {
+				t.Fatalf("work files left behind: %v", got)
+			}
+			db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = db.View(func(tx *bolt.Tx) error {
+				meta := tx.Bucket(schema.MetaBucket)
+				for k, want := range map[string]string{
+					string(schema.MetaSchemaVersion): "1",
+					string(schema.MetaCreatedAt):     fixedNow.Format(time.RFC3339),
+					string(schema.MetaWriterVersion): "migrations-test",
+				} {
+					if got := string(meta.Get([]byte(k))); got != want {
+						t.Errorf("meta %s = %q, want %q", k, got, want)
+					}
+				}
+				if got := string(tx.Bucket(schema.StoresBucket).Bucket([]byte("pods")).Bucket(schema.StateBucket).Get(schema.StateIndexers)); got != `{"labels":"","namespace":"","node":"","none-or-app":""}` {
+					t.Errorf("indexers %s", got)
+				}
+				return nil
+			})
+			_ = db.Close()
+			verifyV1(t, path, specs(stores))
+			// Already current: nothing to do, nothing written.
+			before := stateOf(t, path)
+			rep, err = migrations.Migrate(path, opts())
+			if err != nil || len(rep.Steps) != 0 {
+				t.Fatalf("second migrate: %+v %v", rep, err)
+			}
+			if !stateOf(t, path).equal(before) {
+				t.Fatal("a migrate with nothing to do changed the file")
+			}
+		})
+	}
+}
+
+// TestMigrateRoundTrip reverts v1 to v0 and back: v0 → v1 → v0 gives the
+// original file's content exactly, and a file written by boltindexer
+// survives v1 → v0 → v1 with its objects, indexes and RVs.
+func TestMigrateRoundTrip(t *testing.T) {
+	t.Run("v0 to v1 to v0", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "cache.db")
+		writeV0(t, path, v0Stores(200)...)
+		orig := dump(t, path)
+		if _, err := migrations.Migrate(path, opts()); err != nil {
+			t.Fatal(err)
+		}
+		o := opts()
+		o.Target = u64(0)
+		rep, err := migrations.Migrate(path, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Steps) != 1 || !rep.Steps[0].Revert || rep.Steps[0].From != 1 || rep.Steps[0].To != 0 {
+			t.Fatalf("report %+v", rep)
+		}
+		if d := diffDumps(orig, dump(t, path)); d != "" {
+			t.Fatalf("v0 → v1 → v0 changed the file:\n%s", d)
+		}
+	})
+	t.Run("v1 to v0 to v1", func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "cache.db")
+		s, err := boltindexer.Open(path, "pods", boltindexer.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs := pods(150, 1000)
+		ops := make([]boltindexer.Op, 0, len(objs))
+		for _, o := range objs {
+			ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: o})
+		}
+		if _, err := s.Apply(ops, "1150"); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		o := opts()
+		o.Target = u64(0)
+		if _, err := migrations.Migrate(path, o); err != nil {
+			t.Fatal(err)
+		}
+		if v := schemaVersionOf(t, path); v != 0 {
+			t.Fatalf("reverted file is v%d", v)
+		}
+		if _, err := migrations.Migrate(path, opts()); err != nil {
+			t.Fatal(err)
+		}
+		verifyV1(t, path, []storeSpec{{name: "pods", example: &v1.Pod{}, indexers: podIndexers(), rv: "1150", objects: objs}})
+	})
+}
+
+// TestRevertRelistingStore drops the RV of a store caught mid-relist: v0
+// cannot record the relist, and resuming from its frozen RV would keep
+// objects the relist was about to delete.
+func TestRevertRelistingStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	s, err := boltindexer.Open(path, "pods", boltindexer.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := pods(10, 0)
+	if err := s.Replace(toInterfaces(objs), "10"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.BeginRelist("test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyListPage(toInterfaces(objs[:3])); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o := opts()
+	o.Target = u64(0)
+	if _, err := migrations.Migrate(path, o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.Migrate(path, opts()); err != nil {
+		t.Fatal(err)
+	}
+	verifyV1(t, path, []storeSpec{{name: "pods", example: &v1.Pod{}, indexers: podIndexers(), rv: "", objects: objs}})
+}
+
+
+// TestMigrateRefusesBadFiles: nothing is written to a file a migration
+// cannot handle, and no work file is left behind.
+func TestMigrateRefusesBadFiles(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, path string)
+		want  error
+		msg   string
+	}{
+		{
+			name: "newer schema",
+			setup: func(t *testing.T, path string) {
+				writeRaw(t, path, func(tx *bolt.Tx) error {
+					meta, _ := tx.CreateBucket(schema.MetaBucket)
+					_, _ = tx.CreateBucket(schema.StoresBucket)
+					return meta.Put(schema.MetaSchemaVersion, []byte("7"))
+				})
+			},
+			want: migrations.ErrNewerSchema, msg: "schema v7, this build supports up to v1",
+		},
+		{
+			name: "not bbolt",
+			setup: func(t *testing.T, path string) {
+				if err := os.WriteFile(path, []byte(strings.Repeat("not a database\n", 1000)), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: migrations.ErrNotBolt,
+		},
+		{
+			name: "dangling v0 index entry",
+			setup: func(t *testing.T, path string) {
+				writeV0(t, path, v0Stores(20)...)
+				writeRaw(t, path, func(tx *bolt.Tx) error {
+					vb, err := tx.Bucket([]byte("pods")).Bucket([]byte("index")).Bucket([]byte("node")).CreateBucketIfNotExists([]byte("vnode-1"))
+					if err != nil {
+						return err
+					}
+					return vb.Put([]byte("ns-0/gone"), nil)
+				})
+			},
+			want: migrations.ErrLayout, msg: "missing key \"ns-0/gone\"",
+		},
+		{
+			name: "undecodable v0 record",
+			setup: func(t *testing.T, path string) {
+				writeV0(t, path, v0Stores(20)...)
+				writeRaw(t, path, func(tx *bolt.Tx) error {
+					return tx.Bucket([]byte("pods")).Bucket([]byte("objects")).Put([]byte("ns-1/pod-00001"), []byte{0x93, 0x01})
+				})
+			},
+			want: migrations.ErrLayout, msg: "ns-1/pod-00001",
+		},
+		{
+			name: "unknown key in a v0 store",
+			setup: func(t *testing.T, path string) {
+				writeV0(t, path, v0Stores(20)...)
+				writeRaw(t, path, func(tx *bolt.Tx) error {
+					return tx.Bucket([]byte("nodes")).Put([]byte("surprise"), []byte("x"))
+				})
+			},
+			want: migrations.ErrLayout, msg: "surprise",
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cache.db")
+			tc.setup(t, path)
+			before := stateOf(t, path)
+			for _, run := range []struct {
+				name string
+				fn   func(string, migrations.Options) (migrations.Report, error)
+			}{{"Plan", migrations.Plan}, {"Migrate", migrations.Migrate}} {
+				_, err := run.fn(path, opts())
+				if !errors.Is(err, tc.want) {
+					t.Fatalf("%s: err %v, want %v", run.name, err, tc.want)
+				}
+				if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tc.msg) {
+					t.Fatalf("%s: error %q should name %s and say %q", run.name, err, path, tc.msg)
+				}
+			}
+			if !stateOf(t, path).equal(before) {
+				t.Fatal("the refused file changed")
+			}
+			if got := leftovers(t, path); len(got) != 0 {
+				t.Fatalf("work files left behind: %v", got)
+			}
+		})
+	}
+}
+
+func TestMigrateMissingFileIsNotCreated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "nope.db")
+	if _, err := migrations.Migrate(path, opts()); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("err %v", err)
+	}
+	if _, err := migrations.Plan(path, opts()); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("err %v", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("file was created: %v", err)
+	}
+}
+
+func TestMigrateLockedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	db, err := boltindexer.OpenDB(path, boltindexer.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	o := opts()
+	o.LockTimeout = 50 * time.Millisecond
+	if _, err := migrations.Migrate(path, o); !errors.Is(err, migrations.ErrLocked) {
+		t.Fatalf("err %v, want ErrLocked", err)
+	}
+	if _, err := migrations.Plan(path, o); !errors.Is(err, migrations.ErrLocked) {
+		t.Fatalf("plan err %v, want ErrLocked", err)
+	}
+}
+
+// writeRaw edits a file with bbolt directly (to build bad files).
+func writeRaw(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var _ = migrationstest.V0Store{}

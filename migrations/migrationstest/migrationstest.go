@@ -1,0 +1,157 @@
+// Package migrationstest writes cache files in old schema versions, so
+// that tests of package migrations and of cachectl's migrate command can
+// start from a real old file. It writes the layouts exactly as defined by
+// package migrations (internal/v0) and never through boltindexer.
+package migrationstest
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	bolt "go.etcd.io/bbolt"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/migrations/internal/v0"
+)
+
+// V0Store is one store of a schema v0 file.
+type V0Store struct {
+	// Name is the store's name (not "meta").
+	Name string
+	// RV is the store's resourceVersion; empty writes none.
+	RV string
+	// Objects are stored under their keys with their index values.
+	Objects []runtime.Object
+	// Indexers are the store's indexes (each gets a bucket, even if empty).
+	Indexers cache.Indexers
+	// KeyFunc makes keys; nil means cache.MetaNamespaceKeyFunc.
+	KeyFunc cache.KeyFunc
+}
+
+// WriteV0 creates a schema v0 file at path (which must not exist) holding
+// stores, in one transaction. Payloads use boltindexer's codecs: protobuf
+// for types with generated protobuf methods, the content's JSON for
+// unstructured objects, encoding/json otherwise.
+func WriteV0(path string, stores ...V0Store) error {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{NoSync: true, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	if err != nil {
+		return fmt.Errorf("create v0 file %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, s := range stores {
+			if err := writeStore(tx, s); err != nil {
+				return fmt.Errorf("store %s: %w", s.Name, err)
+			}
+		}
+		return nil
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write v0 file %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeStore(tx *bolt.Tx, s V0Store) error {
+	if !v0.IsStore([]byte(s.Name)) {
+		return fmt.Errorf("store name %q is reserved in v0", s.Name)
+	}
+	keyFunc := s.KeyFunc
+	if keyFunc == nil {
+		keyFunc = cache.MetaNamespaceKeyFunc
+	}
+	root, err := tx.CreateBucket([]byte(s.Name))
+	if err != nil {
+		return err
+	}
+	objects, err := root.CreateBucket(v0.ObjectsBucket)
+	if err != nil {
+		return err
+	}
+	index, err := root.CreateBucket(v0.IndexBucket)
+	if err != nil {
+		return err
+	}
+	if s.RV != "" {
+		if err := root.Put(v0.RVKey, []byte(s.RV)); err != nil {
+			return err
+		}
+	}
+	names := make([]string, 0, len(s.Indexers))
+	for n := range s.Indexers {
+		names = append(names, n)
+		if _, err := index.CreateBucket([]byte(n)); err != nil {
+			return err
+		}
+	}
+	sort.Strings(names)
+	for _, obj := range s.Objects {
+		key, err := keyFunc(obj)
+		if err != nil {
+			return err
+		}
+		rec, err := record(obj)
+		if err != nil {
+			return fmt.Errorf("key %q: %w", key, err)
+		}
+		enc, err := v0.Encode(rec)
+		if err != nil {
+			return err
+		}
+		if err := objects.Put([]byte(key), enc); err != nil {
+			return err
+		}
+		for _, n := range names {
+			vals, err := s.Indexers[n](obj)
+			if err != nil {
+				return fmt.Errorf("key %q index %q: %w", key, n, err)
+			}
+			ib := index.Bucket([]byte(n))
+			for _, v := range vals {
+				vb, err := ib.CreateBucketIfNotExists(v0.ValueBucket(v))
+				if err != nil {
+					return err
+				}
+				if err := vb.Put([]byte(key), nil); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+type protoMarshaler interface {
+	Marshal() ([]byte, error)
+	Unmarshal([]byte) error
+}
+
+func record(obj runtime.Object) (*v0.Record, error) {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, err
+	}
+	rec := &v0.Record{Version: v0.RecordVersion, RV: m.GetResourceVersion(), UID: string(m.GetUID())}
+	if t, err := meta.TypeAccessor(obj); err == nil {
+		rec.APIVersion, rec.Kind = t.GetAPIVersion(), t.GetKind()
+	}
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		rec.Codec = uint8(boltindexer.CodecUnstructuredJSON)
+		rec.Payload, err = json.Marshal(o.Object)
+	case protoMarshaler:
+		rec.Codec = uint8(boltindexer.CodecProtobuf)
+		rec.Payload, err = o.Marshal()
+	default:
+		rec.Codec = uint8(boltindexer.CodecJSON)
+		rec.Payload, err = json.Marshal(obj)
+	}
+	return rec, err
+}
