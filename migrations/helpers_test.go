@@ -28,7 +28,6 @@ import (
 // fixedNow is the clock of every migration in these tests.
 var fixedNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
-
 func podIndexers() cache.Indexers {
 	return cache.Indexers{
 		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,

@@ -171,7 +171,6 @@ func TestRevertRelistingStore(t *testing.T) {
 	verifyV1(t, path, []storeSpec{{name: "pods", example: &v1.Pod{}, indexers: podIndexers(), rv: "", objects: objs}})
 }
 
-
 // TestMigrateRefusesBadFiles: nothing is written to a file a migration
 // cannot handle, and no work file is left behind.
 func TestMigrateRefusesBadFiles(t *testing.T) {
