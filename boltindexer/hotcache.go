@@ -144,3 +144,11 @@ func (h *hotCache) stats() HotCacheStats {
 	defer h.mu.Unlock()
 	return HotCacheStats{Entries: len(h.entries), Bytes: h.size, Limit: h.limit, Hits: h.hits, Misses: h.misses, InsertedTotal: h.inserted}
 }
+
+// HotCacheStats reports on the hot-object cache (zero when it is off).
+func (s *Store) HotCacheStats() HotCacheStats {
+	if s.hot == nil {
+		return HotCacheStats{}
+	}
+	return s.hot.stats()
+}
