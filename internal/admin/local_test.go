@@ -1,0 +1,159 @@
+package admin_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/internal/admin"
+	"github.com/boltinformer/boltinformer/internal/admin/admintest"
+)
+
+// fixture writes the standard fixture and opens it read-only.
+func fixture(t *testing.T) (*admin.Local, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "cache.db")
+	if err := admintest.Write(path); err != nil {
+		t.Fatal(err)
+	}
+	l, err := admin.OpenFile(path, boltindexer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l, path
+}
+
+// names lists "namespace/name" of what r returns for q.
+func names(t *testing.T, r admin.Reader, q admin.Query) ([]string, error) {
+	t.Helper()
+	var out []string
+	err := r.List(context.Background(), q, func(u *unstructured.Unstructured) error {
+		out = append(out, u.GetNamespace()+"/"+u.GetName())
+		return nil
+	})
+	return out, err
+}
+
+func TestLocalList(t *testing.T) {
+	l, _ := fixture(t)
+	for _, tc := range []struct {
+		name string
+		q    admin.Query
+		want string
+	}{
+		{"all pods", admin.Query{Store: admintest.PodStore}, "default/db-0 default/web-0 default/web-1 kube-system/dns-0 team-a/job-7"},
+		{"namespace via index", admin.Query{Store: admintest.PodStore, Namespace: "default"}, "default/db-0 default/web-0 default/web-1"},
+		{"namespace via filter", admin.Query{Store: admintest.ConfigMapStore, Namespace: "kube-system"}, "kube-system/coredns"},
+		{"label selector", admin.Query{Store: admintest.PodStore, LabelSelector: "app in (web,dns),tier!=front"}, "kube-system/dns-0"},
+		{"field nodeName", admin.Query{Store: admintest.PodStore, FieldSelector: "spec.nodeName=node-1"}, "default/db-0 default/web-0"},
+		{"field phase and name", admin.Query{Store: admintest.PodStore, FieldSelector: "status.phase!=Running,metadata.name!=db-0"}, "team-a/job-7"},
+		{"index", admin.Query{Store: admintest.PodStore, Index: "node=node-2"}, "default/web-1 kube-system/dns-0"},
+		{"index and namespace", admin.Query{Store: admintest.PodStore, Index: "node=node-2", Namespace: "default"}, "default/web-1"},
+		{"name", admin.Query{Store: admintest.PodStore, Namespace: "default", Name: "web-1"}, "default/web-1"},
+		{"missing name", admin.Query{Store: admintest.PodStore, Namespace: "default", Name: "nope"}, ""},
+		{"unstructured store", admin.Query{Store: admintest.WidgetStore, FieldSelector: "metadata.namespace=team-a"}, "team-a/cog"},
+		{"typed JSON store of an unknown type", admin.Query{Store: admintest.GadgetStore, Name: "gizmo"}, "/gizmo"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := names(t, l, tc.q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Fatalf("got %q, want %q", strings.Join(got, " "), tc.want)
+			}
+		})
+	}
+}
+
+func TestLocalListErrors(t *testing.T) {
+	l, _ := fixture(t)
+	for _, tc := range []struct {
+		q       admin.Query
+		is      error
+		message string
+	}{
+		{admin.Query{Store: "nope"}, admin.ErrStoreNotFound, `"nope"`},
+		{admin.Query{Store: admintest.PodStore, LabelSelector: "app in (web"}, admin.ErrBadQuery, "label selector"},
+		{admin.Query{Store: admintest.PodStore, FieldSelector: "spec.nodeName"}, admin.ErrBadQuery, "field selector"},
+		{admin.Query{Store: admintest.ConfigMapStore, FieldSelector: "spec.nodeName=x"}, admin.ErrBadQuery, "field label not supported: spec.nodeName"},
+		{admin.Query{Store: admintest.PodStore, Index: "zone=a"}, admin.ErrBadQuery, `no index "zone" (indexes: namespace, node)`},
+		{admin.Query{Store: admintest.PodStore, Index: "node"}, admin.ErrBadQuery, "NAME=VALUE"},
+	} {
+		_, err := names(t, l, tc.q)
+		if !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.message) {
+			t.Errorf("%+v: got %v, want %v containing %q", tc.q, err, tc.is, tc.message)
+		}
+	}
+}
+
+func TestLocalNormalises(t *testing.T) {
+	l, _ := fixture(t)
+	get := func(q admin.Query) *unstructured.Unstructured {
+		t.Helper()
+		var out *unstructured.Unstructured
+		if err := l.List(context.Background(), q, func(u *unstructured.Unstructured) error { out = u; return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if out == nil {
+			t.Fatalf("%+v: nothing", q)
+		}
+		return out
+	}
+	pod := get(admin.Query{Store: admintest.PodStore, Namespace: "default", Name: "web-0"})
+	if pod.GetAPIVersion() != "v1" || pod.GetKind() != "Pod" {
+		t.Fatalf("typed object without TypeMeta got %q %q", pod.GetAPIVersion(), pod.GetKind())
+	}
+	if node, _, _ := unstructured.NestedString(pod.Object, "spec", "nodeName"); node != "node-1" {
+		t.Fatalf("spec.nodeName %q", node)
+	}
+	meta := get(admin.Query{Store: admintest.PodStore, Namespace: "default", Name: "web-0", MetadataOnly: true})
+	if _, ok := meta.Object["spec"]; ok || meta.GetName() != "web-0" || meta.GetKind() != "Pod" {
+		t.Fatalf("metadata only: %v", meta.Object)
+	}
+	gadget := get(admin.Query{Store: admintest.GadgetStore, Name: "gizmo"})
+	if size, _, _ := unstructured.NestedInt64(gadget.Object, "spec", "size"); size != 2 || gadget.GetKind() != "Gadget" {
+		t.Fatalf("gadget %v", gadget.Object)
+	}
+
+	secret := get(admin.Query{Store: admintest.SecretStore, Namespace: "default", Name: "db-password"})
+	if v, _, _ := unstructured.NestedString(secret.Object, "data", "password"); v != admin.Redacted {
+		t.Fatalf("secret data not redacted: %q", v)
+	}
+	if v := secret.GetAnnotations()["kubectl.kubernetes.io/last-applied-configuration"]; v != admin.Redacted {
+		t.Fatalf("last-applied not redacted: %q", v)
+	}
+	secret = get(admin.Query{Store: admintest.SecretStore, Namespace: "default", Name: "db-password", ShowSecrets: true})
+	if v, _, _ := unstructured.NestedString(secret.Object, "data", "password"); v != "aHVudGVyMg==" {
+		t.Fatalf("shown secret data %q", v)
+	}
+	err := l.Records(context.Background(), admintest.SecretStore, false, func(admin.Record) error { return nil })
+	if !errors.Is(err, admin.ErrSecretsHidden) {
+		t.Fatalf("secret records: %v", err)
+	}
+}
+
+func TestLocalInfo(t *testing.T) {
+	l, path := fixture(t)
+	info, err := l.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Path != path || info.Size == 0 || info.SchemaVersion != 1 || info.Live || len(info.Stores) != 5 {
+		t.Fatalf("info %+v", info)
+	}
+	pods, ok := info.Store(admintest.PodStore)
+	if !ok || pods.Objects != 5 || pods.ResourceVersion != "105" || pods.Indexes["node"] != 2 || pods.Indexes["namespace"] != 3 ||
+		!pods.Served || pods.Namespaced == nil || !*pods.Namespaced {
+		t.Fatalf("pods %+v", pods)
+	}
+	if g, _ := info.Store(admintest.GadgetStore); g.Namespaced == nil || *g.Namespaced {
+		t.Fatalf("gadgets are cluster-scoped: %+v", g)
+	}
+}

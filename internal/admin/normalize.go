@@ -1,0 +1,126 @@
+package admin
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
+)
+
+// Redacted replaces every value of a Secret's data and stringData, and its
+// last-applied-configuration annotation, unless secrets are shown.
+const Redacted = "REDACTED"
+
+// lastAppliedAnnotation holds a copy of the applied object, Secret data included.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// normalize turns a decoded object into the JSON form the wire carries:
+// apiVersion and kind set (from the store's identity when the object lacks
+// them), Secrets redacted unless showSecrets, and, with metadataOnly, only
+// apiVersion, kind and metadata (without managedFields). obj is never
+// modified (it may be shared with a hot-object cache).
+func normalize(obj runtime.Object, id *boltindexer.Identity, metadataOnly, showSecrets bool) (*unstructured.Unstructured, error) {
+	var data []byte
+	var err error
+	if metadataOnly {
+		m, aerr := meta.Accessor(obj)
+		if aerr != nil {
+			return nil, fmt.Errorf("object %T: %w", obj, aerr)
+		}
+		pom := meta.AsPartialObjectMetadata(m)
+		pom.ManagedFields = nil
+		gvk := obj.GetObjectKind().GroupVersionKind()
+		pom.APIVersion, pom.Kind = gvk.GroupVersion().String(), gvk.Kind
+		if gvk.Kind == "" {
+			pom.APIVersion = ""
+		}
+		data, err = json.Marshal(pom)
+	} else {
+		data, err = json.Marshal(obj)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encode %T: %w", obj, err)
+	}
+	content := map[string]interface{}{}
+	if err := utiljson.Unmarshal(data, &content); err != nil {
+		return nil, fmt.Errorf("decode %T: %w", obj, err)
+	}
+	u := &unstructured.Unstructured{Object: content}
+	if u.GetKind() == "" && id != nil && id.Kind != "" {
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind})
+	}
+	if !showSecrets {
+		redactSecret(content)
+	}
+	return u, nil
+}
+
+// redactSecret replaces the values of a core Secret's data and stringData
+// and its last-applied-configuration annotation with Redacted.
+func redactSecret(content map[string]interface{}) {
+	if content["kind"] != "Secret" || content["apiVersion"] != "v1" {
+		return
+	}
+	for _, f := range []string{"data", "stringData"} {
+		if m, ok := content[f].(map[string]interface{}); ok {
+			for k := range m {
+				m[k] = Redacted
+			}
+		}
+	}
+	if md, ok := content["metadata"].(map[string]interface{}); ok {
+		if ann, ok := md["annotations"].(map[string]interface{}); ok {
+			if _, ok := ann[lastAppliedAnnotation]; ok {
+				ann[lastAppliedAnnotation] = Redacted
+			}
+		}
+	}
+}
+
+// isSecretStore reports whether a store's identity is core Secrets.
+func isSecretStore(id *boltindexer.Identity) bool {
+	return id != nil && id.Group == "" && id.Kind == "Secret"
+}
+
+// jsonObject decodes the payload of a store written with a Go type this
+// build does not know (boltindexer's typed-JSON codec) into a map.
+type jsonObject struct {
+	content map[string]interface{}
+}
+
+var _ runtime.Object = (*jsonObject)(nil)
+
+// UnmarshalJSON decodes numbers as int64 or float64, as the apimachinery
+// JSON decoder does.
+func (o *jsonObject) UnmarshalJSON(b []byte) error {
+	o.content = map[string]interface{}{}
+	return utiljson.Unmarshal(b, &o.content)
+}
+
+// MarshalJSON encodes the content.
+func (o *jsonObject) MarshalJSON() ([]byte, error) { return json.Marshal(o.content) }
+
+// GetObjectKind has no kind: it lives in the content.
+func (o *jsonObject) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+
+// DeepCopyObject copies the content.
+func (o *jsonObject) DeepCopyObject() runtime.Object {
+	return &jsonObject{content: runtime.DeepCopyJSON(o.content)}
+}
+
+// native turns what a store returns into an object with metadata.
+func native(obj interface{}) (runtime.Object, error) {
+	switch o := obj.(type) {
+	case *jsonObject:
+		return &unstructured.Unstructured{Object: o.content}, nil
+	case runtime.Object:
+		return o, nil
+	}
+	return nil, fmt.Errorf("store returned %T, not a runtime.Object", obj)
+}
