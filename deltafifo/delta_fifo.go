@@ -46,10 +46,18 @@ type DeltaFIFOOptions struct {
 //
 // A DeltaFIFO is safe for concurrent use by many producers and one consumer.
 type DeltaFIFO struct {
-	logger klog.Logger
-	name   string
+	// Set by NewDeltaFIFO and never changed.
+	logger                klog.Logger
+	name                  string
+	keyFunc               cache.KeyFunc
+	knownObjects          cache.KeyListerGetter
+	emitDeltaTypeReplaced bool
+	transformer           cache.TransformFunc
 
 	// lock protects every field below it; notEmpty uses it as its locker.
+	// It is held while KnownObjects, the transformer and the consumer's
+	// process function are called: their own locks come after it, and they
+	// must not call back into the queue.
 	lock sync.Mutex
 	// notEmpty is broadcast when a key is queued or the queue closes.
 	notEmpty sync.Cond
@@ -66,11 +74,6 @@ type DeltaFIFO struct {
 	// closed is set by Close; it only changes what Pop does once the queue is
 	// drained.
 	closed bool
-
-	keyFunc               cache.KeyFunc
-	knownObjects          cache.KeyListerGetter
-	emitDeltaTypeReplaced bool
-	transformer           cache.TransformFunc
 }
 
 var (

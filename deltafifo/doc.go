@@ -16,8 +16,14 @@
 // a paged relist delimited by marker Deltas ([ListStart], [ListComplete]),
 // producer backpressure ([Queue.WaitBelow]) and [Queue.Len].
 //
-// The package owns the queue only. It must never touch bbolt, decode or copy
-// objects, or compute the deletions of a paged relist (the store does that
-// when it sees [ListComplete]); it must never reorder Deltas, and it must never
-// start goroutines that outlive a call.
+// boltinformer's informer uses a [Queue] as client-go v0.37's informers use
+// their RealFIFO (AtomicEvents, EmitDeltaTypeBookmark, UnlockWhileProcessing),
+// except that its reflector relists page by page instead of calling Replace.
+//
+// The package owns the queue only: the Deltas between producer and consumer,
+// their order, batching, and the HasSynced signal. It must never touch bbolt
+// or the API server, decode, copy or mutate objects (only the configured
+// transformer may), compute the deletions of a paged relist (the store does
+// that when it sees [ListComplete]), reorder or drop Deltas, or own a
+// goroutine: there is nothing for Close to stop, it only wakes waiters.
 package deltafifo

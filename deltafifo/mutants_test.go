@@ -13,6 +13,8 @@ import (
 // test that cannot fail proves nothing.
 
 // queueMutant is our Queue; the types embedding it change one behaviour.
+// Some change fields that NewQueue sets once: safe here, since the
+// differential tests use a queue from one goroutine.
 type queueMutant struct{ *Queue }
 
 func (m queueMutant) inner() *Queue { return m.Queue }

@@ -74,11 +74,24 @@ type QueueOptions struct {
 //
 // A Queue is safe for concurrent use by many producers and one consumer.
 type Queue struct {
-	logger klog.Logger
-	name   string
+	// Set by NewQueue and never changed.
+	logger                klog.Logger
+	name                  string
+	keyFunc               cache.KeyFunc
+	knownObjects          cache.KeyListerGetter
+	transformer           cache.TransformFunc
+	batchSize             int
+	atomicEvents          bool
+	unlockWhileProcessing bool
+	emitBookmarks         bool
+	identifier            cache.InformerNameAndResource
+	metrics               queueMetrics
 
 	// lock protects every field below it. notEmpty and spaceFreed use it as
-	// their locker.
+	// their locker. It is held while KnownObjects and the transformer are
+	// called, and while the consumer processes unless UnlockWhileProcessing
+	// is set: their own locks come after it, and they must not call back
+	// into the queue.
 	lock sync.Mutex
 	// notEmpty is broadcast when Deltas are appended or the queue closes;
 	// Pop and PopBatch wait on it.
@@ -100,18 +113,6 @@ type Queue struct {
 	// extension methods do; Add, Update, Delete, Replace, Resync and
 	// Bookmark keep working, as in client-go.
 	closed bool
-
-	keyFunc      cache.KeyFunc
-	knownObjects cache.KeyListerGetter
-	transformer  cache.TransformFunc
-	batchSize    int
-
-	atomicEvents          bool
-	unlockWhileProcessing bool
-	emitBookmarks         bool
-
-	identifier cache.InformerNameAndResource
-	metrics    queueMetrics
 }
 
 var (

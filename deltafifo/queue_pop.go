@@ -40,7 +40,7 @@ func (q *Queue) Pop(process cache.PopProcessFunc) (interface{}, error) {
 	// last Delta of the first list is still being processed.
 	defer q.synced.poppedLocked(1)
 
-	if tr := q.slowPopTraceLocked("RealFIFO Pop Process", item, 1); tr != nil {
+	if tr := q.slowPopTraceLocked("Queue Pop Process", item, 1); tr != nil {
 		defer tr.LogIfLong(slowPopThreshold)
 	}
 	deltas := cache.Deltas{item}
@@ -77,7 +77,7 @@ func (q *Queue) PopBatch(processBatch cache.ProcessBatchFunc, processSingle cach
 	q.takeLocked(n)
 	defer q.synced.poppedLocked(n)
 
-	if tr := q.slowPopTraceLocked("RealFIFO PopBatch Process", batch[0], n); tr != nil {
+	if tr := q.slowPopTraceLocked("Queue PopBatch Process", batch[0], n); tr != nil {
 		defer tr.LogIfLong(slowPopThresholdFor(n))
 	}
 	if n == 1 {
