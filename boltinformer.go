@@ -10,6 +10,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/internal/admin"
 )
 
 // Options configure a Cache.
@@ -24,15 +25,20 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Logger is the cache's logger; klog.Background() if nil.
 	Logger *klog.Logger
+	// AdminSocket, when set, is the path of a unix socket (mode 0600) on
+	// which the cache serves read-only queries and consistent snapshots of
+	// its stores, for `cachectl --socket` (the file itself is locked while
+	// this process holds it).
+	AdminSocket string
 }
 
 // Cache is one cache file and the informers that keep its stores current.
 type Cache struct {
-	db        *boltindexer.DB
-	opts      Options
-	logger    klog.Logger
-	metrics   *metrics
-	stopAdmin func() error
+	db      *boltindexer.DB
+	opts    Options
+	logger  klog.Logger
+	metrics *metrics
+	admin   *admin.Server
 
 	// mu guards informers and closed.
 	mu        sync.Mutex
@@ -59,6 +65,15 @@ func Open(path string, opts Options) (*Cache, error) {
 			return nil, fmt.Errorf("register metrics: %w", err)
 		}
 	}
+	if opts.AdminSocket != "" {
+		srv, err := admin.NewServer(opts.AdminSocket, db)
+		if err != nil {
+			c.metrics.unregister()
+			_ = db.Close()
+			return nil, fmt.Errorf("admin socket: %w", err)
+		}
+		c.admin = srv
+	}
 	return c, nil
 }
 
@@ -82,8 +97,8 @@ func (c *Cache) Close() error {
 	c.closed = true
 	c.mu.Unlock()
 	var errs []error
-	if c.stopAdmin != nil {
-		errs = append(errs, c.stopAdmin())
+	if c.admin != nil {
+		errs = append(errs, c.admin.Close())
 	}
 	c.metrics.unregister()
 	errs = append(errs, c.db.Close())

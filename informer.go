@@ -179,6 +179,9 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 	}
 	inf.metrics = c.metrics.forStore(inf)
 	c.informers[opts.StoreName] = inf
+	if c.admin != nil {
+		c.admin.AddStore(store)
+	}
 	return inf, nil
 }
 
