@@ -228,7 +228,7 @@ func runQueueDifferential(cfg queueConfig, ops []op, initial *knownStore, newOur
 		if !res[0].equal(res[1]) {
 			return fmt.Errorf("step %d %v: results differ:\nclient-go: %+v\nours:      %+v%s", i, o, res[0], res[1], history(ops, i))
 		}
-		return check(i, o, fullCheck(i, o))
+		return check(i, o, fullCheck(i, o, len(ours.items())))
 	}
 
 	for i, o := range ops {
@@ -378,6 +378,7 @@ func TestQueueMatchesRealFIFOScripted(t *testing.T) {
 		// Fresh runs per configuration: Break changes shared objects.
 		for name, ops := range scriptedQueueRuns() {
 			t.Run(name+"/"+cfg.name, func(t *testing.T) {
+				t.Parallel()
 				if err := runQueueDifferential(cfg, ops, newKnownStore(), newOurQueue); err != nil {
 					t.Fatal(err)
 				}
