@@ -183,12 +183,10 @@ func migrate(path string, opts Options, steps []step, current uint64) (rep Repor
 	if err != nil {
 		return rep, fmt.Errorf("migrate %s: %w", path, err)
 	}
-	if len(ps) > 0 {
-		// Leftovers of a crashed run; the lock says no run is in progress.
-		for _, f := range []string{path + tmpSuffix, path + scratchSuffix} {
-			if err := removeIfExists(f); err != nil {
-				return rep, err
-			}
+	// Leftovers of a crashed run; the lock says no run is in progress.
+	for _, f := range []string{path + tmpSuffix, path + scratchSuffix} {
+		if err := removeIfExists(f); err != nil {
+			return rep, err
 		}
 	}
 	for _, p := range ps {
@@ -261,30 +259,35 @@ func checkResult(tx *bolt.Tx, want uint64) error {
 // checkFile runs bbolt's structural check and the invariant checks of the
 // schema version the file claims to be.
 func checkFile(tx *bolt.Tx, version uint64) error {
+	if err := boltCheck(tx); err != nil {
+		return err
+	}
 	switch version {
 	case schema.Version:
-		if ps := boltindexer.CheckTx(tx, boltindexer.CheckOptions{MaxProblems: 10}); len(ps) > 0 {
+		if ps := boltindexer.CheckTx(tx, boltindexer.CheckOptions{MaxProblems: 10, SkipBolt: true}); len(ps) > 0 {
 			return fmt.Errorf("%d problem(s), first: %s", len(ps), ps[0])
 		}
-		return nil
 	case 0:
-		if err := boltCheck(tx); err != nil {
-			return err
-		}
 		return v0.Check(tx)
 	}
-	return boltCheck(tx)
+	return nil
 }
 
-// boltCheck runs bbolt's page-level check and returns its first error.
+// boltCheck runs bbolt's page-level check to the end (its goroutine
+// blocks until the channel is drained) and returns the first error.
 func boltCheck(tx *bolt.Tx) error {
 	var first error
+	n := 0
 	for err := range tx.Check() {
 		if first == nil {
-			first = fmt.Errorf("bbolt: %w", err)
+			first = err
 		}
+		n++
 	}
-	return first
+	if first != nil {
+		return fmt.Errorf("bbolt: %d error(s), first: %w", n, first)
+	}
+	return nil
 }
 
 // zeroLength reports whether path is an empty file (never opened by bbolt);

@@ -1,0 +1,28 @@
+package snapshot
+
+import (
+	"errors"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
+)
+
+var (
+	// ErrNotSnapshot means the file does not start with the snapshot magic.
+	ErrNotSnapshot = errors.New("not a boltinformer snapshot")
+	// ErrUnsupportedFormat means the snapshot's format version is unknown to this build.
+	ErrUnsupportedFormat = errors.New("unsupported snapshot format version")
+	// ErrTruncated means the file is shorter than its header says.
+	ErrTruncated = errors.New("snapshot is truncated")
+	// ErrChecksum means the SHA-256 recorded in the snapshot does not match its content.
+	ErrChecksum = errors.New("snapshot checksum mismatch")
+	// ErrCorruptSnapshot means the header does not parse, or the cache file
+	// inside fails bbolt's or boltinformer's checks or disagrees with the header.
+	ErrCorruptSnapshot = errors.New("corrupt snapshot")
+	// ErrExists means the restore destination exists and Force was not set.
+	ErrExists = errors.New("destination file exists")
+	// ErrNewerSchema means the snapshot holds a cache of a newer schema than
+	// this build supports (same as boltindexer.ErrNewerSchema).
+	ErrNewerSchema = boltindexer.ErrNewerSchema
+	// ErrLocked means another process holds the destination file (same as boltindexer.ErrLocked).
+	ErrLocked = boltindexer.ErrLocked
+)

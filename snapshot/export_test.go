@@ -1,0 +1,4 @@
+package snapshot
+
+// WritePrefix lets tests forge snapshots with a valid checksum.
+var WritePrefix = writePrefix

@@ -1,0 +1,204 @@
+package snapshot
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/internal/schema"
+)
+
+// RestoreOptions configure Restore.
+type RestoreOptions struct {
+	// Force replaces an existing file at the destination. A file in use by
+	// a process is never replaced: Restore holds its bbolt lock while it
+	// works and fails with ErrLocked if it cannot get it.
+	Force bool
+	// LockTimeout bounds the wait for that lock; zero means
+	// boltindexer.DefaultLockTimeout.
+	LockTimeout time.Duration
+	// NoSync skips fsync of the restored file and its directory (tests only).
+	NoSync bool
+}
+
+// Restore writes the cache file held by the snapshot at snapshotPath to
+// dbPath. It copies the database into a temporary file next to dbPath while
+// computing the snapshot's SHA-256, refuses a mismatch (ErrChecksum), runs
+// bbolt's structural check and boltindexer.CheckTx on the copy and
+// compares each store's RV and object count with the header
+// (ErrCorruptSnapshot), then fsyncs it and renames it to dbPath. After a
+// crash dbPath holds its old content (or nothing) or the whole restored
+// file; a "<dbPath>.restore-*" file may be left behind and is safe to
+// delete. An existing dbPath is refused with ErrExists unless opts.Force.
+//
+// The restored file is an ordinary cache file at the snapshot's RVs: an
+// informer opened on it starts warm and resumes watching from each
+// store's RV, or relists (diffing against the restored objects) if the
+// apiserver no longer serves that RV. A snapshot of an older schema
+// restores as is and must then be migrated (package migrations); a newer
+// one is refused with ErrNewerSchema.
+func Restore(snapshotPath, dbPath string, opts RestoreOptions) (Header, error) {
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = boltindexer.DefaultLockTimeout
+	}
+	r, err := openSnapshot(snapshotPath)
+	if err != nil {
+		return Header{}, fmt.Errorf("restore: %w", err)
+	}
+	defer r.close()
+	hdr := r.header
+	if hdr.SchemaVersion > schema.Version {
+		return Header{}, fmt.Errorf("restore %s: %w: snapshot is schema v%d, this build supports up to v%d",
+			snapshotPath, ErrNewerSchema, hdr.SchemaVersion, schema.Version)
+	}
+	release, err := claimDestination(dbPath, opts.Force, opts.LockTimeout)
+	if err != nil {
+		return Header{}, fmt.Errorf("restore %s to %s: %w", snapshotPath, dbPath, err)
+	}
+	defer release()
+
+	f, err := os.CreateTemp(filepath.Dir(dbPath), filepath.Base(dbPath)+".restore-*")
+	if err != nil {
+		return Header{}, fmt.Errorf("restore %s to %s: %w", snapshotPath, dbPath, err)
+	}
+	tmp := f.Name()
+	if err := restoreInto(r, f, opts.NoSync); err != nil {
+		_ = os.Remove(tmp)
+		return Header{}, fmt.Errorf("restore %s to %s: %w", snapshotPath, dbPath, err)
+	}
+	err = os.Rename(tmp, dbPath)
+	if err == nil && !opts.NoSync {
+		err = syncDir(filepath.Dir(dbPath))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return Header{}, fmt.Errorf("restore %s to %s: %w", snapshotPath, dbPath, err)
+	}
+	return hdr, nil
+}
+
+// restoreInto copies the database into f, verifies the checksum, makes f
+// durable and closes it, then checks the copy.
+func restoreInto(r *reader, f *os.File, noSync bool) error {
+	bw := bufio.NewWriterSize(f, 1<<20)
+	recorded, computed, err := r.copyDatabase(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil && !bytes.Equal(recorded, computed) {
+		err = fmt.Errorf("%w: snapshot %s records %s, its content hashes to %s", ErrChecksum, r.path, hexString(recorded), hexString(computed))
+	}
+	if err == nil && !noSync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return checkRestored(f.Name(), r.header)
+}
+
+// checkRestored opens the restored copy read-only and checks it against
+// bbolt's and boltinformer's invariants and against the header.
+func checkRestored(path string, hdr Header) error {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		return fmt.Errorf("%w: the database inside does not open: %v", ErrCorruptSnapshot, err)
+	}
+	defer db.Close()
+	return db.View(func(tx *bolt.Tx) error {
+		if err := boltCheck(tx); err != nil {
+			return fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
+		}
+		if hdr.SchemaVersion != schema.Version {
+			// An older layout: migrations checks the rest when it
+			// upgrades the file.
+			return nil
+		}
+		if ps := boltindexer.CheckTx(tx, boltindexer.CheckOptions{MaxProblems: 10, SkipBolt: true}); len(ps) > 0 {
+			return fmt.Errorf("%w: %d problem(s), first: %s", ErrCorruptSnapshot, len(ps), ps[0])
+		}
+		fi, err := boltindexer.InfoTx(tx)
+		if err != nil {
+			return fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
+		}
+		return compareHeader(hdr, headerFromInfo(fi))
+	})
+}
+
+// compareHeader reports where the restored file disagrees with the header.
+func compareHeader(want, got Header) error {
+	if got.SchemaVersion != want.SchemaVersion {
+		return fmt.Errorf("%w: file is schema v%d, header says v%d", ErrCorruptSnapshot, got.SchemaVersion, want.SchemaVersion)
+	}
+	if len(got.Stores) != len(want.Stores) {
+		return fmt.Errorf("%w: file has %d stores, header says %d", ErrCorruptSnapshot, len(got.Stores), len(want.Stores))
+	}
+	for i, w := range want.Stores {
+		g := got.Stores[i]
+		if g.Name != w.Name || g.RV != w.RV || g.Objects != w.Objects || g.Relisting != w.Relisting {
+			return fmt.Errorf("%w: store %s at rv %q with %d objects, header says store %s at rv %q with %d objects",
+				ErrCorruptSnapshot, g.Name, g.RV, g.Objects, w.Name, w.RV, w.Objects)
+		}
+	}
+	return nil
+}
+
+// claimDestination refuses an existing path unless force is set, and then
+// holds its bbolt lock (when it is a bbolt file) until release, so a file
+// in use by another process is never replaced.
+func claimDestination(path string, force bool, timeout time.Duration) (release func(), err error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return func() {}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !force {
+		return nil, fmt.Errorf("%w: %s (use force to replace it)", ErrExists, path)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrExists, path)
+	}
+	if fi.Size() == 0 {
+		return func() {}, nil
+	}
+	held, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	switch {
+	case err == nil:
+		return func() { _ = held.Close() }, nil
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return nil, fmt.Errorf("%w: %s (waited %s)", ErrLocked, path, timeout)
+	}
+	// Not a bbolt file: nobody can be using it as a cache.
+	return func() {}, nil
+}
+
+// boltCheck runs bbolt's page-level check to the end (its goroutine
+// blocks until the channel is drained) and returns the first error.
+func boltCheck(tx *bolt.Tx) error {
+	var first error
+	n := 0
+	for err := range tx.Check() {
+		if first == nil {
+			first = err
+		}
+		n++
+	}
+	if first != nil {
+		return fmt.Errorf("bbolt: %d error(s), first: %w", n, first)
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package snapshot
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
+)
+
+// SaveOptions configure Save and SaveTo.
+type SaveOptions struct {
+	// Now is the time recorded as TakenAt; nil means time.Now.
+	Now func() time.Time
+	// NoSync skips fsync of the snapshot and its directory (tests only).
+	NoSync bool
+}
+
+// SaveTo writes a snapshot of db to w: the header, the whole file as one
+// bbolt read transaction sees it, and the SHA-256 of both. Writers keep
+// committing meanwhile; the snapshot holds exactly the commits before its
+// transaction began. The transaction lasts as long as w takes to accept
+// the copy, and a long one has costs (see the package documentation): a
+// cancelled ctx ends it at the next write to w.
+func SaveTo(ctx context.Context, db *boltindexer.DB, w io.Writer, opts SaveOptions) (Header, error) {
+	hdr, err := saveTo(ctx, db, w, opts)
+	if err != nil {
+		return Header{}, fmt.Errorf("snapshot %s: %w", db.Path(), err)
+	}
+	return hdr, nil
+}
+
+func saveTo(ctx context.Context, db *boltindexer.DB, w io.Writer, opts SaveOptions) (Header, error) {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	var hdr Header
+	err := db.View(func(tx *bolt.Tx) error {
+		fi, err := boltindexer.InfoTx(tx)
+		if err != nil {
+			return err
+		}
+		hdr = headerFromInfo(fi)
+		hdr.TakenAt = opts.Now().UTC()
+		hdr.Source = db.Path()
+		hdr.TxID = tx.ID()
+		hdr.DBSize = tx.Size()
+		enc, err := json.Marshal(hdr)
+		if err != nil {
+			return err
+		}
+		h := sha256.New()
+		cw := &ctxWriter{ctx: ctx, w: io.MultiWriter(w, h)}
+		if err := writePrefix(cw, enc); err != nil {
+			return err
+		}
+		n, err := tx.WriteTo(cw)
+		if err != nil {
+			return err
+		}
+		if n != hdr.DBSize {
+			return fmt.Errorf("copied %d bytes of a %d byte database", n, hdr.DBSize)
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		_, err = w.Write(h.Sum(nil))
+		return err
+	})
+	return hdr, err
+}
+
+// Save writes a snapshot of db to the file at path through a temporary
+// file in the same directory, which it fsyncs and renames to path: after a
+// crash, path holds either its previous content (or nothing) or the whole
+// new snapshot, never part of one. An existing snapshot at path is
+// replaced. A crash can leave a "<path>.tmp-*" file behind, which is safe
+// to delete. The file is created with mode 0600: it holds the whole cache.
+func Save(ctx context.Context, db *boltindexer.DB, path string, opts SaveOptions) (Header, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return Header{}, fmt.Errorf("snapshot %s to %s: %w", db.Path(), path, err)
+	}
+	tmp := f.Name()
+	hdr, err := save(ctx, db, f, opts)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err == nil && !opts.NoSync {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return Header{}, fmt.Errorf("snapshot %s to %s: %w", db.Path(), path, err)
+	}
+	return hdr, nil
+}
+
+// save fills and closes f.
+func save(ctx context.Context, db *boltindexer.DB, f *os.File, opts SaveOptions) (Header, error) {
+	bw := bufio.NewWriterSize(f, 1<<20)
+	hdr, err := saveTo(ctx, db, bw, opts)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil && !opts.NoSync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return hdr, err
+}
+
+// ctxWriter fails the first write after its context is done, which ends
+// the read transaction of a snapshot that was cancelled or timed out.
+type ctxWriter struct {
+	ctx context.Context
+	w   io.Writer
+}
+
+func (c *ctxWriter) Write(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.w.Write(p)
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
