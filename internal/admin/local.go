@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
 	ischema "github.com/boltinformer/boltinformer/internal/schema"
@@ -239,7 +240,7 @@ func (l *Local) store(si storeMeta) (*boltindexer.Store, error) {
 	if !l.db.ReadOnly() {
 		return nil, fmt.Errorf("%w: %q (the owning process has not registered it)", ErrStoreNotServed, si.name)
 	}
-	s, err := probeStore(l.db, si)
+	s, err := probeStore(l.db, si, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -249,10 +250,27 @@ func (l *Local) store(si storeMeta) (*boltindexer.Store, error) {
 
 var errStop = errors.New("stop")
 
+// OpenStore opens the named store of a read-only DB with the Go type its
+// records decode as (see probeStore), registering indexers (stored indexes
+// without a function stay readable by name). cachectl check uses it to
+// Verify a store with the IndexFuncs it knows.
+func OpenStore(ctx context.Context, db *boltindexer.DB, name string, indexers cache.Indexers) (*boltindexer.Store, error) {
+	if !db.ReadOnly() {
+		// New on a writable DB would rewrite the store's index list.
+		return nil, fmt.Errorf("open store %s: OpenStore needs a DB opened read-only", name)
+	}
+	si, err := NewLocal(db).storeMeta(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return probeStore(db, si, indexers)
+}
+
 // probeStore opens a store of a read-only DB with the Go type its records
 // decode as: the identity's type from client-go's scheme when it is known
 // there, else unstructured, else the typed-JSON form of an unknown type.
-func probeStore(db *boltindexer.DB, si storeMeta) (*boltindexer.Store, error) {
+// Each candidate is tried on the first record.
+func probeStore(db *boltindexer.DB, si storeMeta, indexers cache.Indexers) (*boltindexer.Store, error) {
 	var candidates []runtime.Object
 	if id := si.identity; id != nil && id.Kind != "" {
 		gvk := schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind}
@@ -263,7 +281,7 @@ func probeStore(db *boltindexer.DB, si storeMeta) (*boltindexer.Store, error) {
 	candidates = append(candidates, &unstructured.Unstructured{}, &jsonObject{})
 	var firstErr error
 	for _, c := range candidates {
-		s, err := boltindexer.New(db, si.name, boltindexer.StoreOptions{Object: c})
+		s, err := boltindexer.New(db, si.name, boltindexer.StoreOptions{Object: c, Indexers: indexers})
 		if err != nil {
 			return nil, fmt.Errorf("open store %s: %w", si.name, err)
 		}

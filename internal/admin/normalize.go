@@ -89,36 +89,26 @@ func isSecretStore(id *boltindexer.Identity) bool {
 }
 
 // jsonObject decodes the payload of a store written with a Go type this
-// build does not know (boltindexer's typed-JSON codec) into a map.
+// build does not know (boltindexer's typed-JSON codec). It is an
+// Unstructured underneath, so metadata accessors and key funcs work on it.
 type jsonObject struct {
-	content map[string]interface{}
+	unstructured.Unstructured
 }
 
 var _ runtime.Object = (*jsonObject)(nil)
 
 // UnmarshalJSON decodes numbers as int64 or float64, as the apimachinery
-// JSON decoder does.
+// JSON decoder does, and needs no kind (typed objects often lack one).
 func (o *jsonObject) UnmarshalJSON(b []byte) error {
-	o.content = map[string]interface{}{}
-	return utiljson.Unmarshal(b, &o.content)
-}
-
-// MarshalJSON encodes the content.
-func (o *jsonObject) MarshalJSON() ([]byte, error) { return json.Marshal(o.content) }
-
-// GetObjectKind has no kind: it lives in the content.
-func (o *jsonObject) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
-
-// DeepCopyObject copies the content.
-func (o *jsonObject) DeepCopyObject() runtime.Object {
-	return &jsonObject{content: runtime.DeepCopyJSON(o.content)}
+	o.Object = map[string]interface{}{}
+	return utiljson.Unmarshal(b, &o.Object)
 }
 
 // native turns what a store returns into an object with metadata.
 func native(obj interface{}) (runtime.Object, error) {
 	switch o := obj.(type) {
 	case *jsonObject:
-		return &unstructured.Unstructured{Object: o.content}, nil
+		return &o.Unstructured, nil
 	case runtime.Object:
 		return o, nil
 	}

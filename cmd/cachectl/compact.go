@@ -1,0 +1,81 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/boltinformer/boltinformer/migrations"
+)
+
+// compactOptions are the flags of cachectl compact.
+type compactOptions struct {
+	lock  sourceOptions
+	to    string
+	force bool
+}
+
+// AddFlags adds compact's flags.
+func (o *compactOptions) AddFlags(fs *pflag.FlagSet) {
+	o.lock.AddFlags(fs)
+	fs.StringVar(&o.to, "to", "", "Write the compacted copy here and leave --db as it is (default: replace --db)")
+	fs.BoolVar(&o.force, "force", false, "Replace an existing --to file")
+}
+
+func newCompactCommand(e *env) *cobra.Command {
+	o := &compactOptions{lock: newSourceOptions(false)}
+	cmd := &cobra.Command{
+		Use:   "compact",
+		Short: "Rewrite a cache file without its free pages",
+		Long: `Copy a cache file into a new one without its free pages (bbolt's compaction),
+check the copy, and rename it over the original, or write it to --to and
+leave the original alone. The rename is the only change to the destination:
+after a crash it is the old file or the whole compacted one.
+
+The file must not be in use: compact takes its exclusive lock and fails
+within --timeout if a process holds it.`,
+		Example: `  # Compact in place (stop the process that uses the file first)
+  cachectl compact --db cache.db
+
+  # Write a compacted copy
+  cachectl compact --db cache.db --to cache-compact.db`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.lock.Validate(cmd); err != nil {
+				return err
+			}
+			return o.run(e)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	cmd.Flags().Lookup("db").Usage = "Path of the cache file to compact"
+	return cmd
+}
+
+func (o *compactOptions) run(e *env) error {
+	src := o.lock.db
+	if _, err := os.Stat(src); err != nil {
+		return openError(src, o.lock.timeout, err)
+	}
+	prog := e.newProgress("compacting "+src, 0, false)
+	stop := prog.tick()
+	rep, err := migrations.Compact(src, o.to, migrations.CompactOptions{LockTimeout: o.lock.timeout, Force: o.force})
+	stop()
+	prog.finish()
+	if err != nil {
+		if errors.Is(err, migrations.ErrExists) {
+			return fmt.Errorf("%w (use --force to replace it)", err)
+		}
+		return openError(src, o.lock.timeout, err)
+	}
+	change := ""
+	if rep.SizeBefore > 0 {
+		change = fmt.Sprintf(" (%+d%%)", (rep.SizeAfter-rep.SizeBefore)*100/rep.SizeBefore)
+	}
+	fmt.Fprintf(e.streams.Out, "compacted %s to %s: %s → %s%s in %s\n", rep.Src, rep.Dst,
+		humanBytes(rep.SizeBefore), humanBytes(rep.SizeAfter), change, rep.Duration.Round(1e6))
+	return nil
+}

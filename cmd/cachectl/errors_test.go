@@ -1,0 +1,137 @@
+package main
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/internal/schema"
+)
+
+// TestBadFiles runs every read command against files it must refuse: each
+// one line naming the problem, exit 1, and the file untouched.
+func TestBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	notBolt := filepath.Join(dir, "notes.txt")
+	if err := os.WriteFile(notBolt, []byte("this is not a cache file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	garbage := filepath.Join(dir, "garbage.db")
+	b := make([]byte, 16384)
+	for i := range b {
+		b[i] = byte(i * 7)
+	}
+	if err := os.WriteFile(garbage, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	newer := copyFile(t, fixtureFile)
+	setSchemaVersion(t, newer, "99")
+	bare := filepath.Join(dir, "bare.db") // bbolt, but not a cache file
+	bb, err := bolt.Open(bare, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bb.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket([]byte("other")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	bb.Close()
+
+	for _, tc := range []struct {
+		name  string
+		path  string
+		parts []string
+	}{
+		{"missing", filepath.Join(dir, "missing.db"), []string{"missing.db does not exist"}},
+		{"text file", notBolt, []string{"notes.txt", "not a bbolt cache file"}},
+		{"garbage", garbage, []string{"garbage.db", "not a bbolt cache file"}},
+		{"newer schema", newer, []string{"newer schema", "v99", "use a newer cachectl"}},
+		{"bbolt file of someone else", bare, []string{"bare.db"}},
+	} {
+		for _, cmd := range [][]string{{"get", "pods"}, {"info"}, {"check"}} {
+			t.Run(tc.name+"/"+cmd[0], func(t *testing.T) {
+				var before fileState
+				if _, err := os.Stat(tc.path); err == nil {
+					before = stateOf(t, tc.path)
+				}
+				cachectl(t, append(cmd, "--db", tc.path)...).failed(t, 1, tc.parts...)
+				if before.size > 0 {
+					unchanged(t, tc.path, before)
+				}
+			})
+		}
+	}
+}
+
+func setSchemaVersion(t *testing.T, path, v string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(schema.MetaBucket).Put(schema.MetaSchemaVersion, []byte(v))
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLockedFile holds the file as a writer does: every command fails
+// within --timeout, names the socket option, and never hangs.
+func TestLockedFile(t *testing.T) {
+	path := copyFile(t, fixtureFile)
+	db, err := boltindexer.OpenDB(path, boltindexer.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, cmd := range [][]string{{"get", "pods"}, {"info"}, {"check"}, {"compact"}, {"migrate"}, {"migrate", "--dry-run"}} {
+		t.Run(cmd[0], func(t *testing.T) {
+			start := time.Now()
+			r := cachectl(t, append(cmd, "--db", path, "--timeout", "200ms")...)
+			if elapsed := time.Since(start); elapsed > 5*time.Second {
+				t.Errorf("took %s with --timeout 200ms", elapsed)
+			}
+			parts := []string{"locked by another process"}
+			if cmd[0] == "get" || cmd[0] == "info" {
+				parts = append(parts, "--socket")
+			}
+			r.failed(t, 1, parts...)
+		})
+	}
+}
+
+func TestBadSockets(t *testing.T) {
+	dir, err := os.MkdirTemp("", "sock")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	stale := filepath.Join(dir, "stale.sock")
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: stale, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetUnlinkOnClose(false)
+	l.Close()
+	for _, tc := range []struct {
+		name  string
+		path  string
+		parts []string
+	}{
+		{"missing", filepath.Join(dir, "none.sock"), []string{"none.sock does not exist"}},
+		{"regular file", fixtureFile, []string{"is not a unix socket", "use --db"}},
+		{"stale", stale, []string{"nothing is serving", "stale.sock"}},
+	} {
+		for _, cmd := range [][]string{{"get", "pods"}, {"info"}} {
+			t.Run(tc.name+"/"+cmd[0], func(t *testing.T) {
+				cachectl(t, append(cmd, "--socket", tc.path, "--timeout", "1s")...).failed(t, 1, tc.parts...)
+			})
+		}
+	}
+}

@@ -1,0 +1,358 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/util/jsonpath"
+
+	"github.com/boltinformer/boltinformer/internal/admin"
+)
+
+// getOptions are the flags and arguments of cachectl get.
+type getOptions struct {
+	source                   sourceOptions
+	namespace                string
+	allNamespaces            bool
+	labelSelector            string
+	fieldSelector            string
+	index                    string
+	output                   string
+	showLabels               bool
+	noHeaders                bool
+	sortBy                   string
+	showSecrets              bool
+	showManagedFields        bool
+	allowMissingTemplateKeys bool
+	store                    string
+
+	// Set by complete.
+	requests []getRequest
+	printer  printers.ResourcePrinter
+	sorter   *jsonpath.JSONPath
+}
+
+// getRequest is one resource argument with the names asked for (none: all).
+type getRequest struct {
+	resource string
+	names    []string
+}
+
+func newGetOptions() *getOptions {
+	return &getOptions{source: newSourceOptions(true), allowMissingTemplateKeys: true}
+}
+
+// AddFlags adds get's flags, named and shorthanded as kubectl's.
+func (o *getOptions) AddFlags(fs *pflag.FlagSet) {
+	o.source.AddFlags(fs)
+	fs.StringVarP(&o.namespace, "namespace", "n", "", `Namespace to read (default "default", or the namespace the store caches)`)
+	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "Read every namespace")
+	fs.StringVarP(&o.labelSelector, "selector", "l", "", "Label selector (e.g. -l app=web,tier!=db)")
+	fs.StringVar(&o.fieldSelector, "field-selector", "", "Field selector: metadata.name, metadata.namespace; for Pods also spec.nodeName, status.phase, …")
+	fs.StringVar(&o.index, "index", "", "Read through a stored index: NAME=VALUE (see cachectl info for a store's indexes)")
+	fs.StringVarP(&o.output, "output", "o", "", "Output format: "+strings.Join(outputFormats, ", "))
+	fs.BoolVar(&o.showLabels, "show-labels", false, "Show labels as the last column (table output)")
+	fs.BoolVar(&o.noHeaders, "no-headers", false, "Print the table without headers")
+	fs.StringVar(&o.sortBy, "sort-by", "", "Sort by a JSONPath field, e.g. .metadata.creationTimestamp")
+	fs.BoolVar(&o.showSecrets, "show-secrets", false, "Print the data of Secrets (redacted by default)")
+	fs.BoolVar(&o.showManagedFields, "show-managed-fields", false, "Keep metadata.managedFields in json and yaml output")
+	fs.BoolVar(&o.allowMissingTemplateKeys, "allow-missing-template-keys", o.allowMissingTemplateKeys, "Ignore missing keys in jsonpath and go-template output")
+	fs.StringVar(&o.store, "store", "", "Store to read when several stores cache the resource (see cachectl info)")
+}
+
+func newGetCommand(e *env) *cobra.Command {
+	o := newGetOptions()
+	cmd := &cobra.Command{
+		Use:   "get RESOURCE[,RESOURCE...] [NAME...] | get TYPE/NAME...",
+		Short: "Print objects of a cache file, as kubectl get does",
+		Long: `Print the objects a cache file holds, as kubectl get prints them from an
+apiserver.
+
+RESOURCE is what kubectl accepts: a plural, singular or short name (pods,
+pod, po, cm), a kind, resource.group (deployments.apps), group/version/resource
+(apps/v1/deployments, core/v1/pods), or a store's name (see cachectl info).
+
+Without -n or -A, namespaced resources are read in the namespace "default",
+unless the store caches a single namespace (then that one). The table shows
+NAME, AGE and RESOURCEVERSION (NAMESPACE with -A); -o wide adds UID and
+OWNER (and PHASE and NODE for Pods). Secrets' data is redacted unless
+--show-secrets.`,
+		Example: `  # Pods in the default namespace, then in every namespace
+  cachectl get pods --db cache.db
+  cachectl get po -A --db cache.db
+
+  # One ConfigMap as YAML, from the process that owns the file
+  cachectl get cm coredns -n kube-system -o yaml --socket /run/agent.sock
+
+  # Pods on a node, through the stored "node" index, sorted by age
+  cachectl get pods -A --index node=worker-3 --sort-by .metadata.creationTimestamp --db cache.db
+
+  # Selectors and templates work as in kubectl
+  cachectl get pods -A -l app=web --field-selector status.phase!=Running -o name --db cache.db
+  cachectl get widgets.example.com -A -o jsonpath='{.items[*].metadata.name}' --db cache.db`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf(cmd, "get: want a resource type, e.g. cachectl get pods")
+			}
+			return nil
+		},
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return o.completeResources(cmd.Context()), cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.complete(cmd, args); err != nil {
+				return err
+			}
+			return o.run(cmd.Context(), e)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return outputFormats, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	})
+	return cmd
+}
+
+// complete checks the flags and parses the arguments.
+func (o *getOptions) complete(cmd *cobra.Command, args []string) error {
+	if err := o.source.Validate(cmd); err != nil {
+		return err
+	}
+	if o.allNamespaces && cmd.Flags().Changed("namespace") {
+		return usageErrorf(cmd, "--namespace and --all-namespaces are mutually exclusive")
+	}
+	var err error
+	if o.printer, err = objectPrinter(cmd, o.output, o.allowMissingTemplateKeys, o.showManagedFields); err != nil {
+		return err
+	}
+	if o.sortBy != "" {
+		if o.sorter, err = sortField(o.sortBy); err != nil {
+			return usageErrorf(cmd, "--sort-by %q: %v", o.sortBy, err)
+		}
+	}
+	if isTypeName(args[0]) {
+		for _, a := range args {
+			if !isTypeName(a) {
+				return usageErrorf(cmd, "there is no need to give a resource type as a separate argument with TYPE/NAME: %q", a)
+			}
+			t, n, _ := strings.Cut(a, "/")
+			if n == "" {
+				return usageErrorf(cmd, "%q: want TYPE/NAME", a)
+			}
+			o.requests = append(o.requests, getRequest{resource: t, names: []string{n}})
+		}
+	} else {
+		for _, r := range strings.Split(args[0], ",") {
+			if r == "" {
+				return usageErrorf(cmd, "empty resource type in %q", args[0])
+			}
+			o.requests = append(o.requests, getRequest{resource: r, names: args[1:]})
+		}
+	}
+	if o.allNamespaces && len(args) > 1 || o.allNamespaces && isTypeName(args[0]) {
+		return usageErrorf(cmd, "a resource cannot be retrieved by name across all namespaces")
+	}
+	return nil
+}
+
+// isTypeName tells TYPE/NAME from group/version/resource and version/resource.
+func isTypeName(arg string) bool {
+	parts := strings.Split(arg, "/")
+	return len(parts) == 2 && !versionRE.MatchString(parts[0])
+}
+
+// fetched is what one request returned.
+type fetched struct {
+	res       resource
+	namespace string
+	items     []*unstructured.Unstructured
+}
+
+func (o *getOptions) run(ctx context.Context, e *env) error {
+	r, err := o.source.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	info, err := r.Info(ctx)
+	if err != nil {
+		return err
+	}
+	resolver := newResolver(info)
+	// A table (not wide) and -o name need only metadata, which skips
+	// encoding the rest of every object.
+	metadataOnly := (o.output == "" || o.output == "name") &&
+		(o.sorter == nil || strings.HasPrefix(strings.TrimLeft(o.sortBy, "{."), "metadata."))
+
+	var results []fetched
+	var missing []string
+	for _, req := range o.requests {
+		res, err := resolver.resolve(req.resource, o.store)
+		if err != nil {
+			return err
+		}
+		f := fetched{res: res, namespace: o.namespaceFor(res)}
+		q := admin.Query{
+			Store:         res.store.Name,
+			Namespace:     f.namespace,
+			LabelSelector: o.labelSelector,
+			FieldSelector: o.fieldSelector,
+			Index:         o.index,
+			MetadataOnly:  metadataOnly,
+			ShowSecrets:   o.showSecrets,
+		}
+		collect := func(u *unstructured.Unstructured) error {
+			f.items = append(f.items, u)
+			return nil
+		}
+		if len(req.names) == 0 {
+			if err := r.List(ctx, q, collect); err != nil {
+				return queryError(err)
+			}
+		}
+		for _, name := range req.names {
+			q.Name = name
+			before := len(f.items)
+			if err := r.List(ctx, q, collect); err != nil {
+				return queryError(err)
+			}
+			if len(f.items) == before {
+				missing = append(missing, fmt.Sprintf("%s %q not found", res, name))
+			}
+		}
+		if o.sorter != nil {
+			if err := sortItems(f.items, o.sorter); err != nil {
+				return err
+			}
+		}
+		results = append(results, f)
+	}
+	if err := o.print(e, results); err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return newError(errNotFound, "%s", strings.Join(missing, "; "))
+	}
+	return nil
+}
+
+// queryError makes a bad query (a selector that does not parse, an
+// unknown field label or index) a usage error.
+func queryError(err error) error {
+	if errors.Is(err, admin.ErrBadQuery) {
+		return &usageError{msg: strings.TrimPrefix(err.Error(), admin.ErrBadQuery.Error()+": ")}
+	}
+	return err
+}
+
+// namespaceFor is the namespace to read for res ("" for every namespace).
+func (o *getOptions) namespaceFor(res resource) string {
+	switch {
+	case !res.namespaced, o.allNamespaces:
+		return ""
+	case o.namespace != "":
+		return o.namespace
+	case res.store.Identity != nil && res.store.Identity.Namespace != "":
+		return res.store.Identity.Namespace
+	}
+	return "default"
+}
+
+func (o *getOptions) print(e *env, results []fetched) error {
+	out := e.streams.Out
+	var all []*unstructured.Unstructured
+	for _, f := range results {
+		all = append(all, f.items...)
+	}
+	named := false
+	for _, r := range o.requests {
+		named = named || len(r.names) > 0
+	}
+	if named && len(all) == 0 {
+		return nil // only the not-found error, as kubectl
+	}
+	if o.printer != nil {
+		single := len(o.requests) == 1 && len(o.requests[0].names) == 1 && len(all) == 1
+		if single {
+			return o.printer.PrintObj(all[0], out)
+		}
+		return o.printer.PrintObj(listOf(all), out)
+	}
+	printed := false
+	for _, f := range results {
+		if len(f.items) == 0 {
+			continue
+		}
+		if printed {
+			fmt.Fprintln(out)
+		}
+		printed = true
+		if err := o.printTable(out, f, len(results) > 1, e.now()); err != nil {
+			return err
+		}
+	}
+	if !printed {
+		o.printNothingFound(e.streams.ErrOut, results)
+	}
+	return nil
+}
+
+func (o *getOptions) printTable(out io.Writer, f fetched, withKind bool, now time.Time) error {
+	isPod := f.res.gvk.Group == "" && f.res.gvk.Kind == "Pod"
+	t := buildTable(f.items, tableOptions{wide: o.output == "wide", isPod: isPod, now: now})
+	p := printers.NewTablePrinter(printers.PrintOptions{
+		NoHeaders:     o.noHeaders,
+		WithNamespace: f.res.namespaced && f.namespace == "",
+		WithKind:      withKind,
+		Kind:          f.res.gvk.GroupKind(),
+		Wide:          o.output == "wide",
+		ShowLabels:    o.showLabels,
+	})
+	return p.PrintObj(t, out)
+}
+
+// printNothingFound says so on stderr, as kubectl does.
+func (o *getOptions) printNothingFound(w io.Writer, results []fetched) {
+	ns := ""
+	for _, f := range results {
+		if f.namespace != "" {
+			ns = f.namespace
+		}
+	}
+	if ns != "" {
+		fmt.Fprintf(w, "No resources found in %s namespace.\n", ns)
+		return
+	}
+	fmt.Fprintln(w, "No resources found")
+}
+
+// completeResources lists the resource names of the file for shell completion.
+func (o *getOptions) completeResources(ctx context.Context) []string {
+	if o.source.db == "" && o.source.socket == "" {
+		return nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	r, err := o.source.open(ctx)
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	info, err := r.Info(ctx)
+	if err != nil {
+		return nil
+	}
+	return newResolver(info).resourceNames()
+}

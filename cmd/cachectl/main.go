@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/term"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, &env{
+		streams:    genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
+		now:        time.Now,
+		isTerminal: isTerminal,
+	}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// env is what commands take from the world outside; tests replace it.
+type env struct {
+	streams genericiooptions.IOStreams
+	// now is the clock for ages and elapsed times.
+	now func() time.Time
+	// isTerminal reports whether w is a terminal; progress is shown only then.
+	isTerminal func(w io.Writer) bool
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/migrations/migrationstest"
+)
+
+func writeV0(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "v0.db")
+	err := migrationstest.WriteV0(path, migrationstest.V0Store{
+		Name: "pods",
+		RV:   "42",
+		Objects: []runtime.Object{
+			&v1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}, ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "old", ResourceVersion: "42"}},
+		},
+		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestMigrate(t *testing.T) {
+	path := writeV0(t)
+	cachectl(t, "get", "pods", "--db", path).failed(t, 1, "older schema", "cachectl migrate --db "+path)
+
+	before := stateOf(t, path)
+	r := cachectl(t, "migrate", "--dry-run", "--db", path).ok(t)
+	if !strings.Contains(r.stdout, "schema v0 → v1") || !strings.Contains(r.stdout, "dry run: nothing was written") {
+		t.Errorf("dry run: %q", r.stdout)
+	}
+	unchanged(t, path, before)
+
+	r = cachectl(t, "migrate", "--db", path).ok(t)
+	if !strings.Contains(r.stdout, "schema v0 → v1") {
+		t.Errorf("migrate: %q", r.stdout)
+	}
+	cachectl(t, "check", "--db", path).ok(t)
+	r = cachectl(t, "migrate", "--db", path).ok(t)
+	if !strings.Contains(r.stdout, "nothing to migrate") {
+		t.Errorf("second migrate: %q", r.stdout)
+	}
+}
+
+func TestMigrateFixtureIsCurrent(t *testing.T) {
+	before := stateOf(t, fixtureFile)
+	r := cachectl(t, "migrate", "--dry-run", "--db", fixtureFile).ok(t)
+	if !strings.Contains(r.stdout, "schema v1, nothing to migrate") {
+		t.Errorf("%q", r.stdout)
+	}
+	unchanged(t, fixtureFile, before)
+	cachectl(t, "migrate", "--db", fixtureFile, "--to-version", "x").failed(t, 2, "--to-version")
+}

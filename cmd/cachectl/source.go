@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/internal/admin"
+)
+
+// sourceOptions say where a read command reads: a file or a live
+// process's admin socket.
+type sourceOptions struct {
+	db      string
+	socket  string
+	timeout time.Duration
+	// socketAllowed is false for commands that need the file itself.
+	socketAllowed bool
+}
+
+func newSourceOptions(socketAllowed bool) sourceOptions {
+	return sourceOptions{timeout: boltindexer.DefaultLockTimeout, socketAllowed: socketAllowed}
+}
+
+// AddFlags adds --db, --timeout and, where allowed, --socket.
+func (o *sourceOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.db, "db", o.db, "Path of the cache file (opened read-only, never modified)")
+	if o.socketAllowed {
+		fs.StringVar(&o.socket, "socket", o.socket, "Admin socket of the process that owns the cache file (instead of --db)")
+	}
+	fs.DurationVar(&o.timeout, "timeout", o.timeout, "How long to wait for a file another process holds, or for the socket to answer")
+}
+
+// Validate checks that exactly one source is given.
+func (o *sourceOptions) Validate(cmd *cobra.Command) error {
+	switch {
+	case o.db != "" && o.socket != "":
+		return usageErrorf(cmd, "--db and --socket are mutually exclusive")
+	case o.db == "" && o.socket == "" && o.socketAllowed:
+		return usageErrorf(cmd, "--db PATH or --socket PATH is required")
+	case o.db == "" && o.socket == "":
+		return usageErrorf(cmd, "--db PATH is required")
+	case o.timeout <= 0:
+		return usageErrorf(cmd, "--timeout must be positive, got %s", o.timeout)
+	}
+	return nil
+}
+
+// open returns the reader for the chosen source.
+func (o *sourceOptions) open(ctx context.Context) (admin.Reader, error) {
+	if o.socket != "" {
+		c, err := admin.Dial(ctx, o.socket, o.timeout)
+		if err != nil {
+			return nil, socketError(o.socket, err)
+		}
+		return c, nil
+	}
+	l, err := admin.OpenFile(o.db, boltindexer.Options{LockTimeout: o.timeout})
+	if err != nil {
+		return nil, openError(o.db, o.timeout, err)
+	}
+	return l, nil
+}
+
+// openFile opens the file read-only for commands that need the DB itself.
+func (o *sourceOptions) openFile() (*admin.Local, error) {
+	l, err := admin.OpenFile(o.db, boltindexer.Options{LockTimeout: o.timeout})
+	if err != nil {
+		return nil, openError(o.db, o.timeout, err)
+	}
+	return l, nil
+}
+
+// openError says in one line what is wrong with the file and what to do.
+func openError(path string, timeout time.Duration, err error) error {
+	switch {
+	case errors.Is(err, boltindexer.ErrLocked):
+		return newError(boltindexer.ErrLocked, "%s is locked by another process (waited %s); read it through that process's admin socket with --socket PATH instead of --db",
+			path, timeout)
+	case errors.Is(err, os.ErrNotExist):
+		return newError(os.ErrNotExist, "cache file %s does not exist", path)
+	case errors.Is(err, boltindexer.ErrNeedsMigration):
+		return fmt.Errorf("%w; run: cachectl migrate --db %s", err, path)
+	case errors.Is(err, boltindexer.ErrNewerSchema):
+		return fmt.Errorf("%w; use a newer cachectl", err)
+	}
+	return err
+}
+
+// socketError says in one line what is wrong with an admin socket.
+func socketError(path string, err error) error {
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return newError(os.ErrNotExist, "admin socket %s does not exist (is the process running with an admin socket?)", path)
+	case errors.Is(err, admin.ErrNoServer):
+		return newError(admin.ErrNoServer, "nothing is serving admin socket %s (the process is gone; read the file with --db)", path)
+	case errors.Is(err, admin.ErrNotSocket):
+		return newError(admin.ErrNotSocket, "--socket %s is not a unix socket (to read a cache file, use --db)", path)
+	}
+	return err
+}
