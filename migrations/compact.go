@@ -54,6 +54,9 @@ func Compact(src, dst string, opts CompactOptions) (rep CompactReport, err error
 	}
 	rep = CompactReport{Src: src, Dst: dst}
 	defer func() { rep.Duration = time.Since(start) }()
+	if dst, err = resolve(dst); err != nil {
+		return rep, err
+	}
 
 	inPlace, err := sameFile(src, dst)
 	if err != nil {

@@ -20,6 +20,21 @@ const (
 	compactSuffix = ".compact-tmp"
 )
 
+// resolve returns the file a path names, following symbolic links, so
+// that renaming a new file into place replaces the file and not a link to
+// it. A path that does not exist is returned as is.
+func resolve(path string) (string, error) {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return path, nil
+	}
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", path, err)
+	}
+	return target, nil
+}
+
 // openLocked opens an existing bbolt file with bbolt's lock: exclusive for
 // a writer, shared when readOnly. It never creates the file and opening
 // writes nothing.

@@ -1,7 +1,6 @@
 package migrations_test
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"os"
@@ -306,12 +305,37 @@ func schemaVersionOf(t testing.TB, path string) uint64 {
 
 func u64(v uint64) *uint64 { return &v }
 
-var _ = bytes.Equal
-
 func toInterfaces(objs []runtime.Object) []interface{} {
 	out := make([]interface{}, len(objs))
 	for i, o := range objs {
 		out[i] = o
 	}
 	return out
+}
+
+func copyFile(t testing.TB, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkTx runs boltindexer.CheckTx (with bbolt's check) on a closed file.
+func checkTx(t testing.TB, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_ = db.View(func(tx *bolt.Tx) error {
+		for _, p := range boltindexer.CheckTx(tx, boltindexer.CheckOptions{}) {
+			t.Errorf("%s: %s", path, p)
+		}
+		return nil
+	})
 }

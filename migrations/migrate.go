@@ -157,6 +157,9 @@ func migrate(path string, opts Options, steps []step, current uint64) (rep Repor
 	start := time.Now()
 	rep = Report{Path: path}
 	defer func() { rep.Duration = time.Since(start) }()
+	if path, err = resolve(path); err != nil {
+		return rep, err
+	}
 	if empty, err := zeroLength(path); err != nil || empty {
 		rep.Empty = empty
 		return rep, err

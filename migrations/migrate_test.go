@@ -305,3 +305,28 @@ func writeRaw(t *testing.T, path string, fn func(tx *bolt.Tx) error) {
 }
 
 var _ = migrationstest.V0Store{}
+
+// TestMigrateThroughSymlink replaces the file a link points to, not the link.
+func TestMigrateThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	target, link := filepath.Join(dir, "real.db"), filepath.Join(dir, "link.db")
+	stores := v0Stores(20)
+	writeV0(t, target, stores...)
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := migrations.Migrate(link, opts()); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v %v", fi.Mode(), err)
+	}
+	verifyV1(t, target, specs(stores))
+	if _, err := migrations.Compact(link, "", migrations.CompactOptions{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Fatalf("compaction replaced the link: %v %v", fi.Mode(), err)
+	}
+	verifyV1(t, target, specs(stores))
+}

@@ -99,7 +99,7 @@ func reopen(tb testing.TB, path string, versions map[string]string, noSync bool)
 // TestIndexRebuildOnVersionChange is the small-N version of
 // BenchmarkIndexRebuild, run by make test.
 func TestIndexRebuildOnVersionChange(t *testing.T) {
-	const n = 2000
+	const n = 1000
 	path := filepath.Join(t.TempDir(), "cache.db")
 	size := writeRebuildFixture(t, path, n)
 	rep, took := reopen(t, path, map[string]string{"node": "v2"}, true)

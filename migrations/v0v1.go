@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -286,9 +285,6 @@ func downStoreV1V0(root *bolt.Bucket, name []byte, w *batchWriter) error {
 		}
 	}
 	if rv := state.Get(schema.StateRV); len(rv) > 0 && state.Get(schema.StateRelist) == nil {
-		if _, err := strconv.ParseUint(string(rv), 10, 64); err != nil {
-			return fmt.Errorf("%w: rv %q does not parse", ErrLayout, rv)
-		}
 		if err := w.put([][]byte{name}, v0.RVKey, rv); err != nil {
 			return err
 		}

@@ -118,7 +118,7 @@ func crashChild(t *testing.T, role string, args []string, rng *rand.Rand, maxDel
 	return done
 }
 
-func checkCacheFile(t *testing.T, path string) {
+func checkCacheFile(t testing.TB, path string) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {

@@ -180,6 +180,7 @@ func checkSnapshot(t testing.TB, snap string, hdr snapshot.Header) {
 	if _, err := snapshot.Restore(snap, dst, snapshot.RestoreOptions{NoSync: true}); err != nil {
 		t.Fatalf("restore %s: %v", snap, err)
 	}
+	checkCacheFile(t, dst)
 	checkRestored(t, dst, rep.Header)
 }
 

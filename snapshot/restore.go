@@ -60,6 +60,9 @@ func Restore(snapshotPath, dbPath string, opts RestoreOptions) (Header, error) {
 		return Header{}, fmt.Errorf("restore %s: %w: snapshot is schema v%d, this build supports up to v%d",
 			snapshotPath, ErrNewerSchema, hdr.SchemaVersion, schema.Version)
 	}
+	if dbPath, err = resolve(dbPath); err != nil {
+		return Header{}, err
+	}
 	release, err := claimDestination(dbPath, opts.Force, opts.LockTimeout)
 	if err != nil {
 		return Header{}, fmt.Errorf("restore %s to %s: %w", snapshotPath, dbPath, err)

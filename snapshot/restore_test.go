@@ -251,3 +251,23 @@ func TestRestoreOntoExistingFile(t *testing.T) {
 		t.Fatalf("temporary files left: %v", got)
 	}
 }
+
+// TestRestoreThroughSymlink replaces the file a link points to, not the link.
+func TestRestoreThroughSymlink(t *testing.T) {
+	dir := t.TempDir()
+	snap, hdr := savedSnapshot(t, dir, 10)
+	target, link := filepath.Join(dir, "real.db"), filepath.Join(dir, "link.db")
+	if err := os.WriteFile(target, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Restore(snap, link, snapshot.RestoreOptions{NoSync: true, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v", err)
+	}
+	checkRestored(t, target, hdr)
+}

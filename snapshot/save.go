@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -85,6 +86,10 @@ func saveTo(ctx context.Context, db *boltindexer.DB, w io.Writer, opts SaveOptio
 // replaced. A crash can leave a "<path>.tmp-*" file behind, which is safe
 // to delete. The file is created with mode 0600: it holds the whole cache.
 func Save(ctx context.Context, db *boltindexer.DB, path string, opts SaveOptions) (Header, error) {
+	path, err := resolve(path)
+	if err != nil {
+		return Header{}, err
+	}
 	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return Header{}, fmt.Errorf("snapshot %s to %s: %w", db.Path(), path, err)
@@ -132,6 +137,21 @@ func (c *ctxWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.w.Write(p)
+}
+
+// resolve returns the file a path names, following symbolic links, so
+// that renaming a new file into place replaces the file and not a link to
+// it. A path that does not exist is returned as is.
+func resolve(path string) (string, error) {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return path, nil
+	}
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", path, err)
+	}
+	return target, nil
 }
 
 // syncDir makes a rename in dir durable.
