@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -17,6 +19,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/internal/admin"
+	"github.com/boltinformer/boltinformer/snapshot"
 )
 
 // knownIndexFuncs are the IndexFuncs check can re-run by index name.
@@ -35,7 +38,7 @@ func (o *checkOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newCheckCommand(e *env) *cobra.Command {
-	o := &checkOptions{source: newSourceOptions(false)}
+	o := &checkOptions{source: newSourceOptions(true)}
 	cmd := &cobra.Command{
 		Use:   "check",
 		Short: "Check a cache file's structure and boltinformer's invariants",
@@ -51,9 +54,14 @@ func newCheckCommand(e *env) *cobra.Command {
      "namespace" index), it re-runs them and compares their values with the
      stored ones (boltindexer's Store.Verify).
 
-It prints what it checked and exits 1 with the first problems found.`,
+It prints what it checked and exits 1 with the first problems found.
+
+With --socket, it checks a snapshot taken through the owning process's admin
+socket (restored into a temporary directory): a consistent copy of the live
+file.`,
 		Example: `  cachectl check --db cache.db
-  cachectl check --db cache.db --max-problems 100`,
+  cachectl check --db cache.db --max-problems 100
+  cachectl check --socket /run/agent.sock`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.source.Validate(cmd); err != nil {
@@ -90,12 +98,54 @@ func (r *checkReport) add(p string) bool {
 func (r *checkReport) full() bool { return len(r.problems) >= r.max }
 
 func (o *checkOptions) run(ctx context.Context, e *env) error {
+	if o.source.socket != "" {
+		return o.runSocket(ctx, e)
+	}
 	l, err := o.source.openFile()
 	if err != nil {
 		return err
 	}
 	defer l.Close()
 	return checkDB(ctx, e, l, o.source.db, o.maxProblems)
+}
+
+// runSocket checks a live file: it takes a snapshot through the socket
+// (a consistent copy), restores it into a temporary directory and checks
+// the restored file.
+func (o *checkOptions) runSocket(ctx context.Context, e *env) error {
+	r, err := o.source.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	info, err := r.Info(ctx)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "cachectl-check-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	snap, db := filepath.Join(dir, "snapshot"), filepath.Join(dir, "cache.db")
+	prog := e.newProgress("taking a snapshot through "+o.source.socket, info.Size, true)
+	err = writeFileAtomically(snap, func(w io.Writer) error {
+		_, err := r.Snapshot(ctx, io.MultiWriter(w, prog))
+		return err
+	})
+	prog.finish()
+	if err != nil {
+		return fmt.Errorf("snapshot through %s: %w", o.source.socket, err)
+	}
+	if _, err := snapshot.Restore(snap, db, snapshot.RestoreOptions{NoSync: true}); err != nil {
+		return fmt.Errorf("%w: the snapshot taken through %s does not restore: %v", errCheckFailed, o.source.socket, err)
+	}
+	l, err := admin.OpenFile(db, boltindexer.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer l.Close()
+	return checkDB(ctx, e, l, info.Path+" (a snapshot through "+o.source.socket+")", o.maxProblems)
 }
 
 // checkDB checks the file l reads and prints the report; it returns
@@ -237,5 +287,3 @@ var errStopWalk = errors.New("stop")
 func knownType(id *boltindexer.Identity) bool {
 	return id != nil && id.Kind != "" && scheme.Scheme.Recognizes(schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind})
 }
-
-var _ io.Writer = (*progress)(nil)

@@ -67,7 +67,7 @@ func (o *compactOptions) run(e *env) error {
 	prog.finish()
 	if err != nil {
 		if errors.Is(err, migrations.ErrExists) {
-			return fmt.Errorf("%w (use --force to replace it)", err)
+			return newError(migrations.ErrExists, "%s exists (use --force to replace it)", o.to)
 		}
 		return openError(src, o.lock.timeout, err)
 	}

@@ -15,6 +15,7 @@ var subcommands = []func(*env) *cobra.Command{
 	newInfoCommand,
 	newCheckCommand,
 	newCompactCommand,
+	newSnapshotCommand,
 	newMigrateCommand,
 }
 

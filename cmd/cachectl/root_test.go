@@ -6,7 +6,7 @@ import (
 )
 
 func TestHelp(t *testing.T) {
-	for _, cmd := range [][]string{{}, {"get"}, {"info"}, {"check"}, {"compact"}, {"migrate"}} {
+	for _, cmd := range [][]string{{}, {"get"}, {"info"}, {"check"}, {"compact"}, {"migrate"}, {"snapshot"}, {"snapshot", "save"}, {"snapshot", "restore"}, {"snapshot", "status"}} {
 		t.Run(strings.Join(cmd, " "), func(t *testing.T) {
 			r := cachectl(t, append(cmd, "--help")...).ok(t)
 			for _, want := range []string{"Usage:", "Examples:", "cachectl"} {

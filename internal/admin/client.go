@@ -185,26 +185,21 @@ func (c *Client) stream(ctx context.Context, path string, query url.Values, fn f
 	}
 }
 
-// Snapshot copies a consistent snapshot of the served file to w. A copy
-// shorter than the size the server announced is an error (ErrTruncated).
-func (c *Client) Snapshot(ctx context.Context, w io.Writer, onSize func(int64)) (int64, error) {
+// Snapshot copies a snapshot of the served file (package snapshot's
+// format) to w. A stream the server cut is an error (ErrTruncated); the
+// snapshot's own checksum lets the caller verify what it stored.
+func (c *Client) Snapshot(ctx context.Context, w io.Writer) (int64, error) {
 	resp, err := c.get(ctx, pathSnapshot, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer resp.Body.Close()
-	if onSize != nil {
-		onSize(resp.ContentLength)
-	}
 	n, err := io.Copy(w, resp.Body)
 	if err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
-			return n, fmt.Errorf("%w: snapshot from %s: got %d of %d bytes", ErrTruncated, c.path, n, resp.ContentLength)
+			return n, fmt.Errorf("%w: snapshot from %s after %d bytes", ErrTruncated, c.path, n)
 		}
 		return n, fmt.Errorf("snapshot from %s: %w", c.path, err)
-	}
-	if resp.ContentLength >= 0 && n != resp.ContentLength {
-		return n, fmt.Errorf("%w: snapshot from %s: got %d of %d bytes", ErrTruncated, c.path, n, resp.ContentLength)
 	}
 	return n, nil
 }

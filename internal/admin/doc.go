@@ -2,7 +2,8 @@
 // opens the file itself or asks the process that owns it.
 //
 // A Reader answers Info, List (objects, filtered as kubectl filters them),
-// Records (raw stored bytes) and Snapshot (a consistent copy of the file).
+// Records (raw stored bytes) and Snapshot (a consistent copy of the file
+// in package snapshot's format).
 // Local implements it on a DB in this process; Client implements it over
 // a Server's unix socket. Both hand out the same JSON-normalised
 // unstructured objects, Secrets redacted unless asked, so a command prints
@@ -37,8 +38,9 @@
 //	    &index=NAME%3DVALUE&metadataOnly=true&showSecrets=true
 //	/v1/stores/{store}/records     raw records as JSON lines {"record":{"key","value"(base64)}};
 //	    ?showSecrets=true is required for a Secret store.
-//	/v1/snapshot                   the whole file from one bbolt read transaction
-//	    (tx.WriteTo), application/octet-stream with Content-Length.
+//	/v1/snapshot                   a snapshot in package snapshot's format: header,
+//	    the file from one bbolt read transaction (tx.WriteTo), SHA-256 trailer;
+//	    chunked, cut (not terminated) if the copy fails midway.
 //
 // {store} is the path-escaped store name. A stream is JSON lines of
 // {"object":…} or {"record":…}, ended by {"end":{"count":N}} or, if the

@@ -21,6 +21,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/boltindexer"
 	ischema "github.com/boltinformer/boltinformer/internal/schema"
+	"github.com/boltinformer/boltinformer/snapshot"
 )
 
 // recordChunk is how many raw records one read transaction copies, so a
@@ -440,40 +441,22 @@ func (l *Local) walkRecords(ctx context.Context, store string, fn func(Record) e
 	}
 }
 
-// Snapshot writes a consistent copy of the file from one read transaction.
-func (l *Local) Snapshot(ctx context.Context, w io.Writer, onSize func(int64)) (int64, error) {
-	var n int64
-	err := l.snapshotTx(ctx, func(size int64, write func(io.Writer) (int64, error)) error {
-		if onSize != nil {
-			onSize(size)
-		}
-		var err error
-		n, err = write(w)
-		return err
-	})
-	if err != nil {
-		return n, fmt.Errorf("snapshot %s: %w", l.db.Path(), err)
-	}
-	return n, nil
+// Snapshot writes a snapshot of the file in package snapshot's format
+// (header, the file from one bbolt read transaction, SHA-256 trailer) to w.
+func (l *Local) Snapshot(ctx context.Context, w io.Writer) (int64, error) {
+	cw := &countingWriter{w: w}
+	_, err := snapshot.SaveTo(ctx, l.db, cw, snapshot.SaveOptions{})
+	return cw.n, err
 }
 
-// snapshotTx calls fn in one read transaction with the snapshot's size and
-// a function that writes it.
-func (l *Local) snapshotTx(ctx context.Context, fn func(size int64, write func(io.Writer) (int64, error)) error) error {
-	return l.db.View(func(tx *bolt.Tx) error {
-		return fn(tx.Size(), func(w io.Writer) (int64, error) { return tx.WriteTo(ctxWriter{ctx: ctx, w: w}) })
-	})
+// countingWriter counts the bytes written through it.
+type countingWriter struct {
+	w io.Writer
+	n int64
 }
 
-// ctxWriter stops a long copy when ctx ends.
-type ctxWriter struct {
-	ctx context.Context
-	w   io.Writer
-}
-
-func (c ctxWriter) Write(p []byte) (int, error) {
-	if err := c.ctx.Err(); err != nil {
-		return 0, err
-	}
-	return c.w.Write(p)
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }

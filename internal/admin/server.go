@@ -6,18 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/snapshot"
 )
 
 // maxSocketPath is the longest unix socket path Linux accepts (sun_path
@@ -307,25 +306,33 @@ func (s *Server) handleRecords(w http.ResponseWriter, r *http.Request) {
 	sw.finish(run(func(rec Record) error { return sw.write(&frame{Record: &rec}) }))
 }
 
-// handleSnapshot streams the file from one read transaction, with its
-// size announced first so a client can tell a complete copy from a cut one.
+// handleSnapshot streams a snapshot (package snapshot's format) from one
+// read transaction. Its size is known only inside the transaction, so the
+// body is chunked; a failure midway aborts the connection, which the
+// client sees as a cut stream.
 func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
-	started := false
-	err := s.local.snapshotTx(r.Context(), func(size int64, write func(io.Writer) (int64, error)) error {
-		w.Header().Set("Content-Type", contentBinary)
-		w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
-		w.Header().Set(HeaderSnapshotSize, strconv.FormatInt(size, 10))
-		w.WriteHeader(http.StatusOK)
-		started = true
-		_, err := write(w)
-		return err
-	})
+	sw := &startWriter{w: w}
+	_, err := snapshot.SaveTo(r.Context(), s.local.db, sw, snapshot.SaveOptions{})
 	switch {
 	case err == nil:
-	case !started:
+	case !sw.started:
 		writeError(w, err)
 	case r.Context().Err() == nil:
-		// The size is sent: a cut body is how the client learns of it.
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// startWriter sends the success status with the first byte.
+type startWriter struct {
+	w       http.ResponseWriter
+	started bool
+}
+
+func (s *startWriter) Write(p []byte) (int, error) {
+	if !s.started {
+		s.started = true
+		s.w.Header().Set("Content-Type", contentSnapshot)
+		s.w.WriteHeader(http.StatusOK)
+	}
+	return s.w.Write(p)
 }

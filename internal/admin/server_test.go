@@ -23,6 +23,7 @@ import (
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/internal/admin"
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
+	"github.com/boltinformer/boltinformer/snapshot"
 )
 
 // shortDir returns a temp dir short enough for unix socket paths.
@@ -117,23 +118,7 @@ func TestServerMatchesFile(t *testing.T) {
 	defer func() { stop(); wg.Wait() }()
 	<-warm
 
-	snap := filepath.Join(t.TempDir(), "snap.db")
-	f, err := os.Create(snap)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var announced int64
-	n, err := c.Snapshot(context.Background(), f, func(size int64) { announced = size })
-	if err != nil || n != announced || n == 0 {
-		t.Fatalf("snapshot: %d of %d bytes: %v", n, announced, err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	file, err := admin.OpenFile(snap, boltindexer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	file := snapshotOverSocket(t, c)
 	defer file.Close()
 	if problems := checkFile(t, file.DB()); problems != "" {
 		t.Fatalf("snapshot check: %s", problems)
@@ -157,16 +142,7 @@ func TestServerMatchesFile(t *testing.T) {
 	stop()
 	wg.Wait()
 	// With writes stopped, the churned store answers the same too.
-	f2 := filepath.Join(t.TempDir(), "snap2.db")
-	out, _ := os.Create(f2)
-	if _, err := c.Snapshot(context.Background(), out, nil); err != nil {
-		t.Fatal(err)
-	}
-	out.Close()
-	file2, err := admin.OpenFile(f2, boltindexer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	file2 := snapshotOverSocket(t, c)
 	defer file2.Close()
 	q := admin.Query{Store: admintest.ConfigMapStore}
 	if got, want := dump(t, c, q), dump(t, file2, q); got != want || strings.Count(got, "\n") != 52 {
@@ -209,6 +185,37 @@ func TestServerMatchesFile(t *testing.T) {
 	}); err != nil || len(keys) != 5 || keys[0] != "default/db-0" {
 		t.Fatalf("records %v: %v", keys, err)
 	}
+}
+
+// snapshotOverSocket saves a snapshot through c, restores it and opens
+// the restored file read-only.
+func snapshotOverSocket(t *testing.T, c *admin.Client) *admin.Local {
+	t.Helper()
+	dir := t.TempDir()
+	snap := filepath.Join(dir, "snap")
+	f, err := os.Create(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.Snapshot(context.Background(), f)
+	if err != nil || n == 0 {
+		t.Fatalf("snapshot: %d bytes: %v", n, err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := snapshot.Status(snap); err != nil || !rep.ChecksumValid || rep.Size != n {
+		t.Fatalf("snapshot status: %+v %v", rep, err)
+	}
+	db := filepath.Join(dir, "restored.db")
+	if _, err := snapshot.Restore(snap, db, snapshot.RestoreOptions{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := admin.OpenFile(db, boltindexer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 func checkFile(t *testing.T, db *boltindexer.DB) string {

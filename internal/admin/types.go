@@ -25,10 +25,10 @@ type Reader interface {
 	// Records calls fn with every raw record (the stored bytes) of a
 	// store, in key order. Secret stores need showSecrets.
 	Records(ctx context.Context, store string, showSecrets bool, fn func(Record) error) error
-	// Snapshot writes a consistent copy of the whole file to w (one bbolt
-	// read transaction) and returns the bytes written. onSize, when not
-	// nil, learns the copy's size before the first byte is written.
-	Snapshot(ctx context.Context, w io.Writer, onSize func(int64)) (int64, error)
+	// Snapshot writes a snapshot of the whole file to w in package
+	// snapshot's format (a consistent copy from one bbolt read transaction,
+	// with a header and a SHA-256 trailer) and returns the bytes written.
+	Snapshot(ctx context.Context, w io.Writer) (int64, error)
 	// Close releases the reader (and the file, when the reader opened it).
 	Close() error
 }

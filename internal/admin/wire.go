@@ -18,12 +18,9 @@ const (
 const (
 	contentJSON   = "application/json"
 	contentStream = "application/x-ndjson"
-	contentBinary = "application/octet-stream"
+	// contentSnapshot is package snapshot's file format.
+	contentSnapshot = "application/vnd.boltinformer.snapshot"
 )
-
-// HeaderSnapshotSize carries the size of the snapshot in bytes (also sent
-// as Content-Length).
-const HeaderSnapshotSize = "X-Boltinformer-Snapshot-Size"
 
 // frame is one line of an objects or records stream. A stream is complete
 // only when its last line is an end frame; an error frame ends it early.
