@@ -58,7 +58,7 @@ within --timeout if a process holds it.`,
 func (o *compactOptions) run(e *env) error {
 	src := o.lock.db
 	if _, err := os.Stat(src); err != nil {
-		return openError(src, o.lock.timeout, err)
+		return o.lock.openError(err)
 	}
 	prog := e.newProgress("compacting "+src, 0, false)
 	stop := prog.tick()
@@ -69,7 +69,7 @@ func (o *compactOptions) run(e *env) error {
 		if errors.Is(err, migrations.ErrExists) {
 			return newError(migrations.ErrExists, "%s exists (use --force to replace it)", o.to)
 		}
-		return openError(src, o.lock.timeout, err)
+		return o.lock.openError(err)
 	}
 	change := ""
 	if rep.SizeBefore > 0 {

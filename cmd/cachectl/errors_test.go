@@ -4,6 +4,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,15 +91,16 @@ func TestLockedFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, cmd := range [][]string{{"get", "pods"}, {"info"}, {"check"}, {"compact"}, {"migrate"}, {"migrate", "--dry-run"}} {
-		t.Run(cmd[0], func(t *testing.T) {
+	snap := filepath.Join(t.TempDir(), "x.snap")
+	for _, cmd := range [][]string{{"get", "pods"}, {"info"}, {"check"}, {"snapshot", "save", snap}, {"compact"}, {"migrate"}, {"migrate", "--dry-run"}} {
+		t.Run(strings.Join(cmd, " "), func(t *testing.T) {
 			start := time.Now()
 			r := cachectl(t, append(cmd, "--db", path, "--timeout", "200ms")...)
 			if elapsed := time.Since(start); elapsed > 5*time.Second {
 				t.Errorf("took %s with --timeout 200ms", elapsed)
 			}
 			parts := []string{"locked by another process"}
-			if cmd[0] == "get" || cmd[0] == "info" {
+			if cmd[0] == "get" || cmd[0] == "info" || cmd[0] == "snapshot" {
 				parts = append(parts, "--socket")
 			}
 			r.failed(t, 1, parts...)

@@ -121,6 +121,15 @@ OWNER (and PHASE and NODE for Pods). Secrets' data is redacted unless
 	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return outputFormats, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
 	})
+	_ = cmd.RegisterFlagCompletionFunc("store", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		var names []string
+		if info := o.completeInfo(cmd.Context()); info != nil {
+			for _, s := range info.Stores {
+				names = append(names, s.Name)
+			}
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	})
 	return cmd
 }
 
@@ -339,6 +348,14 @@ func (o *getOptions) printNothingFound(w io.Writer, results []fetched) {
 
 // completeResources lists the resource names of the file for shell completion.
 func (o *getOptions) completeResources(ctx context.Context) []string {
+	if info := o.completeInfo(ctx); info != nil {
+		return newResolver(info).resourceNames()
+	}
+	return nil
+}
+
+// completeInfo reads the file's info for completion (nil on any error).
+func (o *getOptions) completeInfo(ctx context.Context) *admin.Info {
 	if o.source.db == "" && o.source.socket == "" {
 		return nil
 	}
@@ -354,5 +371,5 @@ func (o *getOptions) completeResources(ctx context.Context) []string {
 	if err != nil {
 		return nil
 	}
-	return newResolver(info).resourceNames()
+	return info
 }

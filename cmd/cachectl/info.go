@@ -161,6 +161,9 @@ func printInfo(out io.Writer, info *admin.Info, wide bool, socket string, now ti
 		case s.ResourceVersion == "":
 			status = "never synced"
 		}
+		if !s.Served {
+			status += ", not served by the process"
+		}
 		t.Rows = append(t.Rows, metav1.TableRow{Cells: []interface{}{
 			s.Name, resource, ns, selectors, int64(s.Objects), orNone(s.ResourceVersion), lastWrite, status,
 			indexSummary(s.Indexes), kind, updatedAt, fmt.Sprint(s.Served),

@@ -63,12 +63,12 @@ shared one) and fails within --timeout if a process holds it.`,
 func (o *migrateOptions) run(e *env, opts migrations.Options) error {
 	path := o.lock.db
 	if _, err := os.Stat(path); err != nil {
-		return openError(path, o.lock.timeout, err)
+		return o.lock.openError(err)
 	}
 	if o.dryRun {
 		rep, err := migrations.Plan(path, opts)
 		if err != nil {
-			return openError(path, o.lock.timeout, err)
+			return o.lock.openError(err)
 		}
 		fmt.Fprintf(e.streams.Out, "%s\n(dry run: nothing was written)\n", rep)
 		return nil
@@ -79,7 +79,7 @@ func (o *migrateOptions) run(e *env, opts migrations.Options) error {
 	stop()
 	prog.finish()
 	if err != nil {
-		return openError(path, o.lock.timeout, err)
+		return o.lock.openError(err)
 	}
 	fmt.Fprintf(e.streams.Out, "%s\n", rep)
 	return nil

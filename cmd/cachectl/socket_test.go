@@ -132,7 +132,8 @@ func TestSocketMatchesFile(t *testing.T) {
 	}
 
 	r = cachectl(t, "info", "--socket", sock).ok(t)
-	if !strings.Contains(r.stdout, "(live, through "+sock+")") || !strings.Contains(r.stdout, "v1/ConfigMap            configmaps") {
+	if !strings.Contains(r.stdout, "(live, through "+sock+")") || !strings.Contains(r.stdout, "v1/ConfigMap            configmaps") ||
+		!strings.Contains(r.stdout, "synced, not served by the process") {
 		t.Errorf("info: %s", r.stdout)
 	}
 	if r := cachectl(t, "check", "--socket", sock).ok(t); !strings.Contains(r.stdout, "a snapshot through "+sock) {

@@ -63,7 +63,7 @@ func (o *sourceOptions) open(ctx context.Context) (admin.Reader, error) {
 	}
 	l, err := admin.OpenFile(o.db, boltindexer.Options{LockTimeout: o.timeout})
 	if err != nil {
-		return nil, openError(o.db, o.timeout, err)
+		return nil, o.openError(err)
 	}
 	return l, nil
 }
@@ -72,17 +72,29 @@ func (o *sourceOptions) open(ctx context.Context) (admin.Reader, error) {
 func (o *sourceOptions) openFile() (*admin.Local, error) {
 	l, err := admin.OpenFile(o.db, boltindexer.Options{LockTimeout: o.timeout})
 	if err != nil {
-		return nil, openError(o.db, o.timeout, err)
+		return nil, o.openError(err)
 	}
 	return l, nil
 }
 
-// openError says in one line what is wrong with the file and what to do.
-func openError(path string, timeout time.Duration, err error) error {
+// openError says in one line what is wrong with --db and what to do: a
+// read command can use the owner's socket instead; a command that needs
+// the file itself must wait for the owner to stop.
+func (o *sourceOptions) openError(err error) error {
+	if errors.Is(err, boltindexer.ErrLocked) {
+		if o.socketAllowed {
+			return newError(boltindexer.ErrLocked, "%s is locked by another process (waited %s); read it through that process's admin socket with --socket PATH instead of --db",
+				o.db, o.timeout)
+		}
+		return newError(boltindexer.ErrLocked, "%s is locked by another process (waited %s); stop that process first (a read command can use its admin socket with --socket PATH)",
+			o.db, o.timeout)
+	}
+	return fileError(o.db, err)
+}
+
+// fileError says in one line what is wrong with a cache file.
+func fileError(path string, err error) error {
 	switch {
-	case errors.Is(err, boltindexer.ErrLocked):
-		return newError(boltindexer.ErrLocked, "%s is locked by another process (waited %s); read it through that process's admin socket with --socket PATH instead of --db",
-			path, timeout)
 	case errors.Is(err, os.ErrNotExist):
 		return newError(os.ErrNotExist, "cache file %s does not exist", path)
 	case errors.Is(err, boltindexer.ErrNeedsMigration):
