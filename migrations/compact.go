@@ -88,7 +88,7 @@ func Compact(src, dst string, opts CompactOptions) (rep CompactReport, err error
 		return rep, fmt.Errorf("compact %s: %w", src, err)
 	}
 
-	work, err := createWork(dst + compactSuffix)
+	work, err := createWork(dst+compactSuffix, rep.SizeBefore)
 	if err != nil {
 		return rep, err
 	}

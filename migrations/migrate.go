@@ -194,6 +194,9 @@ func migrate(path string, opts Options, steps []step, current uint64) (rep Repor
 	}
 	for _, p := range ps {
 		e := &env{path: path, scratchPath: path + scratchSuffix, now: opts.Now(), writer: opts.Writer, txMaxSize: opts.TxMaxSize}
+		if fi, err := os.Stat(path); err == nil {
+			e.size = fi.Size()
+		}
 		if p.inPlace != nil {
 			err = runInPlace(db, p, e)
 		} else {
@@ -227,7 +230,7 @@ func runInPlace(db *bolt.DB, p plannedStep, e *env) error {
 // runRewrite fills a new file from the old one, checks it, and renames it
 // over the old one. The old file stays untouched until the rename.
 func runRewrite(db *bolt.DB, p plannedStep, e *env, noSync bool) error {
-	work, err := createWork(e.path + tmpSuffix)
+	work, err := createWork(e.path+tmpSuffix, e.size)
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,8 @@ type change struct {
 type env struct {
 	// path is the file being migrated (for errors).
 	path string
+	// size is the file's size before the step.
+	size int64
 	// scratchPath is a work file a change may create; it is removed after.
 	scratchPath string
 	now         time.Time

@@ -58,7 +58,7 @@ func upV0V1(src *bolt.Tx, dst *bolt.DB, e *env) error {
 		return nil
 	})
 	if len(names) > 0 {
-		scratch, err := createWork(e.scratchPath)
+		scratch, err := createWork(e.scratchPath, 0)
 		if err != nil {
 			return err
 		}

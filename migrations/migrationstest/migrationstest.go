@@ -92,11 +92,19 @@ func writeStore(tx *bolt.Tx, s V0Store) error {
 		}
 	}
 	sort.Strings(names)
+	// Insert in key order: bbolt splits nodes only at commit, so unsorted
+	// puts into one transaction cost quadratic time.
+	keyed := make([]keyedObject, 0, len(s.Objects))
 	for _, obj := range s.Objects {
 		key, err := keyFunc(obj)
 		if err != nil {
 			return err
 		}
+		keyed = append(keyed, keyedObject{key, obj})
+	}
+	sort.Slice(keyed, func(i, j int) bool { return keyed[i].key < keyed[j].key })
+	for _, ko := range keyed {
+		key, obj := ko.key, ko.obj
 		rec, err := record(obj)
 		if err != nil {
 			return fmt.Errorf("key %q: %w", key, err)
@@ -126,6 +134,11 @@ func writeStore(tx *bolt.Tx, s V0Store) error {
 		}
 	}
 	return nil
+}
+
+type keyedObject struct {
+	key string
+	obj runtime.Object
 }
 
 type protoMarshaler interface {
