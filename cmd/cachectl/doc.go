@@ -5,22 +5,31 @@
 // Command tree (one file per command, each with an options struct and
 // AddFlags):
 //
-//	cachectl get RESOURCE[,RESOURCE…] [NAME…]   get.go
-//	cachectl info                               info.go
-//	cachectl check                              check.go
-//	cachectl compact [--to NEW]                 compact.go
-//	cachectl snapshot save|restore|status       snapshot.go
-//	cachectl migrate [--dry-run]                migrate.go
-//	cachectl completion bash|zsh|fish|powershell  (cobra)
+//	cachectl get RESOURCE[,RESOURCE…] [NAME…]     get.go (resources.go, print.go)
+//	cachectl info                                 info.go
+//	cachectl check                                check.go
+//	cachectl compact [--to NEW]                   compact.go
+//	cachectl snapshot save FILE                   snapshot_save.go (group: snapshot.go)
+//	cachectl snapshot restore FILE --db PATH      snapshot_restore.go
+//	cachectl snapshot status FILE                 snapshot_status.go
+//	cachectl migrate [--dry-run]                  migrate.go
+//	cachectl completion bash|zsh|fish|powershell  cobra's
+//
+// Shared pieces: root.go (the tree, exit codes), source.go (--db,
+// --socket, --timeout and their error messages), progress.go.
 //
 // A file is read with --db PATH (opened read-only, never modified) or,
 // while a process owns it, through that process's admin socket with
 // --socket PATH (package internal/admin); both give the same output.
 //
-// cachectl sync (keep a file current from an apiserver, serving
-// --socket) lives in sync.go, which registers itself by appending its
-// constructor to subcommands in an init function; it builds on the root
-// package's informer and calls admin.NewServer for --socket.
+// cachectl sync (keep a file current from an apiserver until SIGINT or
+// SIGTERM, serving --socket) is to live in sync.go, which registers itself
+// by appending newSyncCommand to subcommands (root.go) in an init
+// function. It builds on the root package (boltinformer.Open with
+// Options.AdminSocket, which runs admin.NewServer and registers each
+// informer's store), takes ctx from cmd.Context() (cancelled on SIGINT and
+// SIGTERM by main) and follows the same habits: a syncOptions struct with
+// AddFlags, errors as one line, tests that run the root command.
 //
 // Exit codes: 0 success, 1 error, 2 usage error. Errors are one line on
 // stderr. Progress of long operations is shown on stderr only when it is a
