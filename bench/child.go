@@ -1,0 +1,432 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	bolt "go.etcd.io/bbolt"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer"
+)
+
+// A child is one process that runs one scenario for one implementation and
+// prints one Result. Memory is only comparable between processes: a Go heap
+// and an RSS never shrink back to what a fresh process would show.
+
+// ChildSpecEnv carries a child's Spec (JSON) from the driver.
+const ChildSpecEnv = "BOLTINFORMER_BENCH_CHILD"
+
+// resultPrefix starts the stdout line that carries a child's Result.
+const resultPrefix = "BENCH-RESULT "
+
+// Implementations compared.
+const (
+	ImplClientGo = "client-go"
+	ImplBolt     = "boltinformer"
+)
+
+// Scenarios a child runs.
+const (
+	// ScenarioSync: start an informer, wait for HasSynced (and WaitRV),
+	// measure heap and RSS, optionally trigger a relist on the fake.
+	ScenarioSync = "sync"
+	// ScenarioIngest: sync, then have the fake stream IngestEvents updates.
+	ScenarioIngest = "ingest"
+	// ScenarioReads: sync every reader and run the read benchmarks.
+	ScenarioReads = "reads"
+)
+
+// Spec is what one child does.
+type Spec struct {
+	Scenario string `json:"scenario"`
+	Impl     string `json:"impl"`
+	Target   Target `json:"target"`
+	// Control is the fake apiserver's URL for its /bench/ endpoints.
+	Control string `json:"control,omitempty"`
+	// Namespaces the Pods are spread over (for the read benchmarks).
+	Namespaces int `json:"namespaces,omitempty"`
+	// ExpectAdds is how many OnAdd the handler must see before the
+	// informer counts as loaded (0: don't wait).
+	ExpectAdds int `json:"expectAdds,omitempty"`
+	// DB is the cache file (boltinformer).
+	DB            string `json:"db,omitempty"`
+	LabelSelector string `json:"labelSelector,omitempty"`
+	HotCacheBytes int64  `json:"hotCacheBytes,omitempty"`
+	DisableReplay bool   `json:"disableReplay,omitempty"`
+	// SkipMemory skips the steady-state measurement (storm agents).
+	SkipMemory bool `json:"skipMemory,omitempty"`
+	// RelistChange > 0 expires every watch on the fake after the steady
+	// state and changes that many objects: the informer must relist.
+	RelistChange int `json:"relistChange,omitempty"`
+	// WaitRV: after HasSynced, wait until a handler saw an object at this
+	// resourceVersion or newer (a warm restart catching up).
+	WaitRV int64 `json:"waitRV,omitempty"`
+	// IngestEvents is the number of updates the fake streams (ingest).
+	IngestEvents int `json:"ingestEvents,omitempty"`
+	// BenchTime and Count drive the read benchmarks.
+	BenchTime time.Duration `json:"benchTime,omitempty"`
+	Count     int           `json:"count,omitempty"`
+	// Timeout bounds the whole child (default 10 min).
+	Timeout time.Duration `json:"timeout,omitempty"`
+}
+
+// Result is what a child measured. Bytes are bytes, times seconds.
+type Result struct {
+	Scenario string `json:"scenario"`
+	Impl     string `json:"impl"`
+	Error    string `json:"error,omitempty"`
+	// Warm is true when a boltinformer started from a stored RV.
+	Warm bool `json:"warm,omitempty"`
+	// StartedAt and SyncedAt are wall clock (unix ns): the child's start
+	// and HasSynced.
+	StartedAt int64 `json:"startedAt"`
+	SyncedAt  int64 `json:"syncedAt"`
+	// SyncSeconds: from making the client (and opening the file) to HasSynced.
+	SyncSeconds float64 `json:"syncSeconds"`
+	// CurrentSeconds: from the same start until WaitRV was seen.
+	CurrentSeconds float64 `json:"currentSeconds,omitempty"`
+	Objects        int     `json:"objects"`
+	// TrafficSync is what the client received up to HasSynced,
+	// TrafficCurrent up to WaitRV.
+	TrafficSync    TrafficSnapshot `json:"trafficSync"`
+	TrafficCurrent TrafficSnapshot `json:"trafficCurrent"`
+	// HeapPeakSync is the highest Go heap (objects, live or not yet
+	// swept) from the start until the initial list was processed;
+	// ProcSync is /proc/self/status then (VmHWM is the peak RSS).
+	HeapPeakSync uint64     `json:"heapPeakSync"`
+	ProcSync     ProcStatus `json:"procSync"`
+	// HeapLive is the heap after two GCs in the steady state; Steady is
+	// /proc/self/status after returning free memory to the OS.
+	HeapLive uint64     `json:"heapLive"`
+	Steady   ProcStatus `json:"steady"`
+	// The relist: time from the expiry to the store holding the new list,
+	// the heap peak and the RSS peak (VmHWM reset before) during it.
+	RelistSeconds  float64 `json:"relistSeconds,omitempty"`
+	HeapPeakRelist uint64  `json:"heapPeakRelist,omitempty"`
+	VmHWMRelist    uint64  `json:"vmHWMRelist,omitempty"`
+	// FileBytes is the cache file's size, FileUsedBytes the pages in use.
+	FileBytes     int64 `json:"fileBytes,omitempty"`
+	FileUsedBytes int64 `json:"fileUsedBytes,omitempty"`
+
+	Ingest *IngestResult `json:"ingest,omitempty"`
+	Reads  []ReadResult  `json:"reads,omitempty"`
+}
+
+// ChildSpecFromEnv returns the Spec the driver passed, if this process is a child.
+func ChildSpecFromEnv() (Spec, bool, error) {
+	v := os.Getenv(ChildSpecEnv)
+	if v == "" {
+		return Spec{}, false, nil
+	}
+	var s Spec
+	if err := json.Unmarshal([]byte(v), &s); err != nil {
+		return Spec{}, true, fmt.Errorf("bad %s: %w", ChildSpecEnv, err)
+	}
+	return s, true, nil
+}
+
+// ChildMain runs the child this process is, prints its Result on stdout
+// and returns the exit code. Every main that the driver may re-exec (the
+// benchreport command, the bench test binary) calls it first.
+func ChildMain() (isChild bool, code int) {
+	spec, ok, err := ChildSpecFromEnv()
+	if !ok {
+		return false, 0
+	}
+	var res Result
+	if err == nil {
+		res, err = RunChild(context.Background(), spec)
+	}
+	if err != nil {
+		res.Error = err.Error()
+		fmt.Fprintln(os.Stderr, "bench child:", err)
+	}
+	out, _ := json.Marshal(res)
+	fmt.Printf("%s%s\n", resultPrefix, out)
+	if err != nil {
+		return true, 1
+	}
+	return true, 0
+}
+
+// RunChild runs one scenario for one implementation in this process.
+func RunChild(ctx context.Context, spec Spec) (Result, error) {
+	if spec.Timeout <= 0 {
+		spec.Timeout = 10 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, spec.Timeout)
+	defer cancel()
+	switch spec.Scenario {
+	case ScenarioSync, ScenarioIngest:
+		return runSync(ctx, spec)
+	case ScenarioReads:
+		return runReads(ctx, spec)
+	}
+	return Result{}, fmt.Errorf("unknown scenario %q", spec.Scenario)
+}
+
+// countingHandler counts notifications and the highest RV seen.
+type countingHandler struct {
+	adds, updates, deletes atomic.Int64
+	maxRV                  atomic.Int64
+}
+
+func (h *countingHandler) seen(obj interface{}) {
+	p, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	rv, err := strconv.ParseInt(p.ResourceVersion, 10, 64)
+	if err != nil {
+		return
+	}
+	for {
+		cur := h.maxRV.Load()
+		if rv <= cur || h.maxRV.CompareAndSwap(cur, rv) {
+			return
+		}
+	}
+}
+
+func (h *countingHandler) OnAdd(obj interface{}, _ bool) { h.adds.Add(1); h.seen(obj) }
+func (h *countingHandler) OnUpdate(_, obj interface{})   { h.updates.Add(1); h.seen(obj) }
+func (h *countingHandler) OnDelete(interface{})          { h.deletes.Add(1) }
+
+// informerUnderTest is one running informer and how to stop it.
+type informerUnderTest struct {
+	inf   cache.SharedIndexInformer
+	bolt  *boltinformer.Informer
+	cache *boltinformer.Cache
+	reg   *prometheus.Registry
+	stop  context.CancelFunc
+	done  chan struct{}
+	warm  bool
+}
+
+// startInformer makes the implementation's informer on lw and runs it.
+func startInformer(ctx context.Context, spec Spec, lw cache.ListerWatcher, h cache.ResourceEventHandler) (*informerUnderTest, error) {
+	u := &informerUnderTest{done: make(chan struct{})}
+	switch spec.Impl {
+	case ImplClientGo:
+		u.inf = cache.NewSharedIndexInformer(lw, &v1.Pod{}, 0, podIndexers())
+	case ImplBolt:
+		u.reg = prometheus.NewRegistry()
+		c, err := boltinformer.Open(spec.DB, boltinformer.Options{Registerer: u.reg})
+		if err != nil {
+			return nil, err
+		}
+		inf, err := c.NewInformer(lw, &v1.Pod{}, boltinformer.InformerOptions{
+			Resource:      "pods",
+			LabelSelector: spec.LabelSelector,
+			Indexers:      podIndexers(),
+			HotCacheBytes: spec.HotCacheBytes,
+			DisableReplay: spec.DisableReplay,
+		})
+		if err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		rv, err := inf.Store().ResourceVersion()
+		if err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		u.warm = rv != ""
+		u.inf, u.bolt, u.cache = inf, inf, c
+	default:
+		return nil, fmt.Errorf("unknown implementation %q", spec.Impl)
+	}
+	if h != nil {
+		if _, err := u.inf.AddEventHandler(h); err != nil {
+			return nil, err
+		}
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	u.stop = stop
+	go func() {
+		defer close(u.done)
+		u.inf.RunWithContext(runCtx)
+	}()
+	return u, nil
+}
+
+// Close stops the informer and closes its file.
+func (u *informerUnderTest) Close() error {
+	u.stop()
+	<-u.done
+	if u.cache != nil {
+		return u.cache.Close()
+	}
+	return nil
+}
+
+// waitFor polls cond every millisecond until it holds or ctx ends.
+func waitFor(ctx context.Context, what string, cond func() bool) error {
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return nil
+}
+
+func runSync(ctx context.Context, spec Spec) (Result, error) {
+	res := Result{Scenario: spec.Scenario, Impl: spec.Impl}
+	sampler := StartHeapSampler(2 * time.Millisecond)
+	defer sampler.Stop()
+	start := time.Now()
+	res.StartedAt = start.UnixNano()
+
+	var tr Traffic
+	cs, err := spec.Target.Clientset(&tr)
+	if err != nil {
+		return res, err
+	}
+	h := &countingHandler{}
+	u, err := startInformer(ctx, spec, PodListWatch(cs, "", spec.LabelSelector), h)
+	if err != nil {
+		return res, err
+	}
+	defer u.Close()
+	res.Warm = u.warm
+
+	if err := waitFor(ctx, "HasSynced", u.inf.HasSynced); err != nil {
+		return res, err
+	}
+	synced := time.Now()
+	res.SyncedAt = synced.UnixNano()
+	res.SyncSeconds = synced.Sub(start).Seconds()
+	res.TrafficSync = tr.Snapshot()
+	if spec.WaitRV > 0 {
+		if err := waitFor(ctx, fmt.Sprintf("resourceVersion %d", spec.WaitRV), func() bool { return h.maxRV.Load() >= spec.WaitRV }); err != nil {
+			return res, err
+		}
+		res.CurrentSeconds = time.Since(start).Seconds()
+		res.TrafficCurrent = tr.Snapshot()
+	}
+	if spec.ExpectAdds > 0 {
+		if err := waitFor(ctx, fmt.Sprintf("%d adds", spec.ExpectAdds), func() bool { return h.adds.Load() >= int64(spec.ExpectAdds) }); err != nil {
+			return res, err
+		}
+	}
+	res.Objects = len(u.inf.GetStore().ListKeys())
+	res.HeapPeakSync = sampler.Peak()
+	res.ProcSync = ReadProcStatus()
+	if spec.SkipMemory {
+		return res, u.Close()
+	}
+	res.HeapLive = LiveHeap()
+	res.Steady = SettledProcStatus()
+
+	if spec.RelistChange > 0 {
+		if err := relist(ctx, spec, u, h, sampler, &res); err != nil {
+			return res, err
+		}
+	}
+	if spec.Scenario == ScenarioIngest {
+		ing, err := ingest(ctx, spec, u, h)
+		if err != nil {
+			return res, err
+		}
+		res.Ingest = &ing
+	}
+	if u.bolt != nil {
+		res.FileBytes, res.FileUsedBytes, err = fileSizes(u.cache)
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, u.Close()
+}
+
+// relist expires the fake's watches and measures until the informer's
+// store holds the new list.
+func relist(ctx context.Context, spec Spec, u *informerUnderTest, h *countingHandler, sampler *HeapSampler, res *Result) error {
+	ResetPeakRSS()
+	sampler.Reset()
+	updatesBefore := h.updates.Load()
+	start := time.Now()
+	var out struct{ RV string }
+	if err := control(ctx, spec.Control, "relist", fmt.Sprintf("change=%d", spec.RelistChange), &out); err != nil {
+		return err
+	}
+	rv, err := strconv.ParseInt(out.RV, 10, 64)
+	if err != nil {
+		return err
+	}
+	var done func() bool
+	if u.bolt != nil {
+		// The stored RV moves to the list's only once the whole list is
+		// applied and the missing keys deleted.
+		done = func() bool {
+			s, err := u.bolt.Store().ResourceVersion()
+			n, _ := strconv.ParseInt(s, 10, 64)
+			return err == nil && n >= rv
+		}
+	} else {
+		// client-go replaces every object: one OnUpdate per object.
+		n := int64(len(u.inf.GetStore().ListKeys()))
+		done = func() bool { return h.updates.Load()-updatesBefore >= n && h.maxRV.Load() >= rv }
+	}
+	if err := waitFor(ctx, "relist", done); err != nil {
+		return err
+	}
+	res.RelistSeconds = time.Since(start).Seconds()
+	res.HeapPeakRelist = sampler.Peak()
+	res.VmHWMRelist = ReadProcStatus().VmHWM
+	return nil
+}
+
+// control calls one of the fake's /bench/ endpoints.
+func control(ctx context.Context, base, what, query string, out any) error {
+	if base == "" {
+		return errors.New("no fake apiserver to control")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/bench/"+what+"?"+query, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s: %s", what, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return json.Unmarshal(body, out)
+}
+
+// fileSizes returns the cache file's size and the bytes of its pages in use.
+func fileSizes(c *boltinformer.Cache) (int64, int64, error) {
+	b := c.DB().Bolt()
+	fi, err := os.Stat(b.Path())
+	if err != nil {
+		return 0, 0, err
+	}
+	var size int64
+	if err := b.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil }); err != nil {
+		return 0, 0, err
+	}
+	st := b.Stats()
+	used := size - int64(st.FreePageN+st.PendingPageN)*int64(b.Info().PageSize)
+	return fi.Size(), used, nil
+}

@@ -1,0 +1,100 @@
+// Command benchreport runs every benchmark scenario of bench/ side by side
+// with client-go's informer, each implementation in a process of its own,
+// prints one table of ratios and writes results.csv, results.json, table.md
+// and chart.svg (make bench).
+//
+//	go run ./bench/cmd/benchreport                  # N=10k and 50k, kube-apiserver at 10k
+//	BENCH_N=10000,50000,150000 go run ./bench/cmd/benchreport
+//	go run ./bench/cmd/benchreport -real-n 0        # fake apiserver only
+//	go run ./bench/cmd/benchreport -serve 10000     # only serve the fake (for benchinformer)
+//
+// It re-executes itself for each child (one scenario, one implementation).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/boltinformer/boltinformer/bench"
+)
+
+func main() {
+	if isChild, code := bench.ChildMain(); isChild {
+		os.Exit(code)
+	}
+	var cfg bench.Config
+	ns := flag.String("n", envOr("BENCH_N", "10000,50000"), "object counts run against the fake apiserver, comma-separated ($BENCH_N)")
+	flag.IntVar(&cfg.RealN, "real-n", envInt("BENCH_REAL_N", 10000), "object count of the kube-apiserver part, 0 to skip it ($BENCH_REAL_N)")
+	flag.StringVar(&cfg.Out, "out", "bench/out", "output directory")
+	flag.StringVar(&cfg.WorkDir, "work", "", "directory for the cache files (default: a temporary one)")
+	flag.IntVar(&cfg.IngestEvents, "ingest-events", 30000, "watch events of the ingest scenario, 0 to skip it")
+	flag.IntVar(&cfg.ReadN, "read-n", 10000, "object count of the read benchmarks, 0 to skip them")
+	flag.DurationVar(&cfg.ReadBenchTime, "read-benchtime", time.Second, "benchtime of each read benchmark")
+	flag.IntVar(&cfg.ReadCount, "read-count", 3, "runs of each read benchmark (the median is reported)")
+	flag.IntVar(&cfg.StormAgents, "storm-agents", 20, "agent processes of the restart storm")
+	flag.IntVar(&cfg.StormObjects, "storm-objects", 1000, "Pods each storm agent caches")
+	flag.BoolVar(&cfg.JSON, "json", false, "clients ask for JSON instead of protobuf")
+	serve := flag.Int("serve", 0, "only serve a fake apiserver with this many Pods until interrupted")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if *serve > 0 {
+		s, err := bench.NewFakeAPIServer(bench.FakeOptions{N: *serve})
+		if err != nil {
+			fail(err)
+		}
+		fmt.Println(s.URL())
+		<-ctx.Done()
+		_ = s.Close()
+		return
+	}
+	for _, f := range strings.Split(*ns, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n <= 0 {
+			fail(fmt.Errorf("bad -n %q", f))
+		}
+		cfg.Ns = append(cfg.Ns, n)
+	}
+	cfg.Progress = os.Stderr
+	start := time.Now()
+	res, err := bench.Run(ctx, cfg)
+	if res != nil {
+		if werr := bench.WriteReport(cfg.Out, os.Stdout, res); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	fmt.Fprintf(os.Stderr, "benchreport: %s; wrote %s/{table.md,results.csv,results.json,chart.svg}\n", time.Since(start).Round(time.Second), cfg.Out)
+	if err != nil {
+		fail(err)
+	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "benchreport:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,320 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Config configures a full benchmark run (Run).
+type Config struct {
+	// Ns are the object counts run against the in-process fake apiserver.
+	Ns []int
+	// RealN is the object count of the kube-apiserver + etcd part
+	// (scenarios 1-4 and 8); 0 skips it.
+	RealN int
+	// Namespaces spreads the Pods (default 100).
+	Namespaces int
+	// ChangeFraction of the objects change before a relist or a warm
+	// restart (default 0.01).
+	ChangeFraction float64
+	// IngestEvents is how many watch events the ingest scenario streams
+	// (0 skips it); it runs on the first N.
+	IngestEvents int
+	// ReadN is the object count of the read benchmarks (0 skips them);
+	// ReadBenchTime and ReadCount as in go test's -benchtime and -count.
+	ReadN         int
+	ReadBenchTime time.Duration
+	ReadCount     int
+	// StormAgents agent processes, each an informer on StormObjects Pods
+	// (selected by a label), restart at once against kube-apiserver.
+	StormAgents  int
+	StormObjects int
+	// JSON makes every client ask for JSON instead of protobuf.
+	JSON bool
+
+	// Out receives results.csv, results.json, chart.svg, table.md and the
+	// children's logs.
+	Out string
+	// WorkDir holds the cache files (default: a temporary directory
+	// removed at the end).
+	WorkDir string
+	// Exe and Args run a child: a program whose main calls ChildMain first
+	// (default: this executable, no arguments).
+	Exe  string
+	Args []string
+	// ChildTimeout bounds each child (default 10 min).
+	ChildTimeout time.Duration
+	// Progress receives one line per step (default: nowhere).
+	Progress io.Writer
+}
+
+func (c *Config) defaults() error {
+	if c.Namespaces <= 0 {
+		c.Namespaces = 100
+	}
+	if c.ChangeFraction <= 0 {
+		c.ChangeFraction = 0.01
+	}
+	if c.ReadCount <= 0 {
+		c.ReadCount = 1
+	}
+	if c.ReadBenchTime <= 0 {
+		c.ReadBenchTime = time.Second
+	}
+	if c.StormAgents <= 0 {
+		c.StormAgents = 20
+	}
+	if c.StormObjects <= 0 {
+		c.StormObjects = 1000
+	}
+	if c.ChildTimeout <= 0 {
+		c.ChildTimeout = 10 * time.Minute
+	}
+	if c.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		c.Exe = exe
+	}
+	if c.Progress == nil {
+		c.Progress = io.Discard
+	}
+	if c.Out == "" {
+		return errors.New("bench: Config.Out is required")
+	}
+	return os.MkdirAll(filepath.Join(c.Out, "logs"), 0o755)
+}
+
+// Results is everything a run measured: the raw child results by name, the
+// fake's wire sizes per N, and the machine.
+type Results struct {
+	Machine  Machine                `json:"machine"`
+	Children map[string]Result      `json:"children"`
+	Wire     map[int]WireSizes      `json:"wire"`
+	Real     map[string]RealMetrics `json:"real,omitempty"`
+	Notes    []string               `json:"notes,omitempty"`
+	// Skipped names the parts that did not run, with the reason.
+	Skipped []string `json:"skipped,omitempty"`
+}
+
+// RealMetrics is what kube-apiserver counted during one step: LIST
+// requests for pods, and the bytes it sent for them (LIST response bodies
+// plus watch events, from apiserver_response_sizes and
+// apiserver_watch_events_sizes).
+type RealMetrics struct {
+	Lists     float64 `json:"lists"`
+	BytesSent float64 `json:"bytesSent"`
+	// Seconds is, for a storm, the time from starting the agents until
+	// the last one reported HasSynced.
+	Seconds float64 `json:"seconds,omitempty"`
+}
+
+type driver struct {
+	cfg  Config
+	res  *Results
+	work string
+	mu   sync.Mutex // guards res.Children
+}
+
+// Run runs every scenario the Config asks for and returns the results;
+// Report turns them into the table, CSV and chart.
+func Run(ctx context.Context, cfg Config) (*Results, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	d := &driver{cfg: cfg, res: &Results{Machine: ReadMachine(), Children: map[string]Result{}, Wire: map[int]WireSizes{}, Real: map[string]RealMetrics{}}}
+	d.work = cfg.WorkDir
+	if d.work == "" {
+		dir, err := os.MkdirTemp("", "boltinformer-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(dir)
+		d.work = dir
+	}
+	for i, n := range cfg.Ns {
+		if err := d.runFake(ctx, n, i == 0); err != nil {
+			return d.res, fmt.Errorf("fake apiserver, N=%d: %w", n, err)
+		}
+	}
+	if cfg.RealN > 0 {
+		if err := d.runReal(ctx); err != nil {
+			if errors.Is(err, errNoCluster) {
+				d.res.Skipped = append(d.res.Skipped, err.Error())
+				d.progress("skipped: %v", err)
+			} else {
+				return d.res, fmt.Errorf("kube-apiserver, N=%d: %w", cfg.RealN, err)
+			}
+		}
+	}
+	return d.res, nil
+}
+
+func (d *driver) progress(format string, args ...any) {
+	fmt.Fprintf(d.cfg.Progress, "[%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// childName names a child result: scenario, source, N, implementation.
+func childName(parts ...any) string {
+	s := make([]string, len(parts))
+	for i, p := range parts {
+		s[i] = fmt.Sprint(p)
+	}
+	return strings.Join(s, "/")
+}
+
+// runFake runs scenarios 1-3, 5, 6 and 7 against the fake with n objects.
+func (d *driver) runFake(ctx context.Context, n int, first bool) error {
+	d.progress("fake apiserver: encoding %d pods", n)
+	srv, err := NewFakeAPIServer(FakeOptions{N: n, Namespaces: d.cfg.Namespaces})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	wire, err := srv.WireSizes(max(n/1000, 1))
+	if err != nil {
+		return err
+	}
+	d.res.Wire[n] = wire
+	target := Target{Host: srv.URL(), JSON: d.cfg.JSON}
+	change := max(int(float64(n)*d.cfg.ChangeFraction), 1)
+
+	// Scenarios 1, 2, 3, 7: sync, steady state, relist, file size.
+	for _, impl := range []string{ImplClientGo, ImplBolt} {
+		name := childName("sync", "fake", n, impl)
+		d.progress("%s", name)
+		_, err := d.child(ctx, name, Spec{
+			Scenario: ScenarioSync, Impl: impl, Target: target, Control: srv.URL(),
+			ExpectAdds: n, RelistChange: change, DB: filepath.Join(d.work, fmt.Sprintf("sync-%d.db", n)),
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if !first {
+		return nil
+	}
+	// Scenario 5: ingest.
+	if d.cfg.IngestEvents > 0 {
+		for _, impl := range []string{ImplClientGo, ImplBolt} {
+			name := childName("ingest", "fake", n, impl)
+			d.progress("%s (%d events)", name, d.cfg.IngestEvents)
+			_, err := d.child(ctx, name, Spec{
+				Scenario: ScenarioIngest, Impl: impl, Target: target, Control: srv.URL(), SkipMemory: false,
+				ExpectAdds: n, IngestEvents: d.cfg.IngestEvents, DB: filepath.Join(d.work, fmt.Sprintf("ingest-%d.db", n)),
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	// Scenario 6: reads, on their own server when ReadN differs.
+	if d.cfg.ReadN > 0 {
+		rsrv, rtarget := srv, target
+		if d.cfg.ReadN != n || d.cfg.IngestEvents > 0 {
+			// The ingest changed the objects; the read benchmarks decode
+			// the originals as their reference.
+			if rsrv, err = NewFakeAPIServer(FakeOptions{N: d.cfg.ReadN, Namespaces: d.cfg.Namespaces}); err != nil {
+				return err
+			}
+			defer rsrv.Close()
+			rtarget = Target{Host: rsrv.URL(), JSON: d.cfg.JSON}
+		}
+		name := childName("reads", "fake", d.cfg.ReadN, "all")
+		d.progress("%s (benchtime %s, count %d)", name, d.cfg.ReadBenchTime, d.cfg.ReadCount)
+		dir := filepath.Join(d.work, "reads")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		_, err := d.child(ctx, name, Spec{
+			Scenario: ScenarioReads, Target: rtarget, ExpectAdds: d.cfg.ReadN, Namespaces: d.cfg.Namespaces,
+			DB: dir, BenchTime: d.cfg.ReadBenchTime, Count: d.cfg.ReadCount,
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// child runs one child process and records its result under name.
+func (d *driver) child(ctx context.Context, name string, spec Spec) (Result, error) {
+	p, err := d.startChild(ctx, name, spec)
+	if err != nil {
+		return Result{}, err
+	}
+	return p.wait()
+}
+
+type childProc struct {
+	d      *driver
+	name   string
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	log    *os.File
+}
+
+func (d *driver) startChild(ctx context.Context, name string, spec Spec) (*childProc, error) {
+	if spec.Timeout <= 0 {
+		spec.Timeout = d.cfg.ChildTimeout
+	}
+	js, err := json.Marshal(spec)
+	if err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(d.cfg.Out, "logs", strings.ReplaceAll(name, "/", "_")+".log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	p := &childProc{d: d, name: name, log: log}
+	p.cmd = exec.CommandContext(ctx, d.cfg.Exe, d.cfg.Args...)
+	p.cmd.Env = append(os.Environ(), ChildSpecEnv+"="+string(js))
+	p.cmd.Stdout = &p.stdout
+	p.cmd.Stderr = log
+	p.cmd.WaitDelay = 10 * time.Second
+	if err := p.cmd.Start(); err != nil {
+		log.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *childProc) wait() (Result, error) {
+	defer p.log.Close()
+	runErr := p.cmd.Wait()
+	var res Result
+	found := false
+	sc := bufio.NewScanner(bytes.NewReader(p.stdout.Bytes()))
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		if line, ok := strings.CutPrefix(sc.Text(), resultPrefix); ok {
+			if err := json.Unmarshal([]byte(line), &res); err != nil {
+				return res, fmt.Errorf("%s: bad result: %w", p.name, err)
+			}
+			found = true
+		}
+	}
+	switch {
+	case res.Error != "":
+		return res, fmt.Errorf("%s: %s (log: %s)", p.name, res.Error, p.log.Name())
+	case runErr != nil || !found:
+		return res, fmt.Errorf("%s: child failed: %v, result found: %v (log: %s)", p.name, runErr, found, p.log.Name())
+	}
+	p.d.mu.Lock()
+	p.d.res.Children[p.name] = res
+	p.d.mu.Unlock()
+	return res, nil
+}

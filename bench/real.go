@@ -1,0 +1,352 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/boltinformer/boltinformer/internal/testcluster"
+)
+
+// errNoCluster marks a kube-apiserver part that could not run here (no
+// binaries): the run goes on without it and says so.
+var errNoCluster = errors.New("kube-apiserver part skipped")
+
+// StormLabel selects the Pods the storm agents cache.
+const StormLabel = "bench.boltinformer.io/storm"
+
+// runReal runs scenarios 1, 3, 4 and 8 against a real etcd and
+// kube-apiserver holding RealN Pods.
+func (d *driver) runReal(ctx context.Context) error {
+	n := d.cfg.RealN
+	d.progress("kube-apiserver: starting etcd and kube-apiserver")
+	cl, err := testcluster.Start(ctx, testcluster.Options{})
+	if errors.Is(err, testcluster.ErrBinaryNotFound) {
+		return fmt.Errorf("%w: %v", errNoCluster, err)
+	}
+	if err != nil {
+		return err
+	}
+	defer cl.Stop()
+	cfg := cl.Config()
+	target := Target{Host: cfg.Host, BearerToken: cfg.BearerToken, CAData: cfg.CAData, JSON: d.cfg.JSON}
+	cs, err := target.Clientset(nil)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := populate(ctx, cs, n, d.cfg.Namespaces, d.cfg.StormObjects); err != nil {
+		return err
+	}
+	d.progress("kube-apiserver: created %d pods in %s", n, time.Since(start).Round(time.Second))
+
+	measure := func(name string, fn func() error) error {
+		before, err := readRealMetrics(ctx, cl)
+		if err != nil {
+			return err
+		}
+		if err := fn(); err != nil {
+			return err
+		}
+		after, err := readRealMetrics(ctx, cl)
+		if err != nil {
+			return err
+		}
+		m := RealMetrics{Lists: after.Lists - before.Lists, BytesSent: after.BytesSent - before.BytesSent}
+		if old, ok := d.res.Real[name]; ok {
+			m.Seconds = old.Seconds
+		}
+		d.res.Real[name] = m
+		return nil
+	}
+	db := filepath.Join(d.work, "real.db")
+	dbNoReplay := filepath.Join(d.work, "real-noreplay.db")
+	// Scenarios 1 and 3 (and the reference of 4): cold starts.
+	for _, impl := range []string{ImplClientGo, ImplBolt} {
+		name := childName("sync", "real", n, impl)
+		d.progress("%s", name)
+		if err := measure(name, func() error {
+			_, err := d.child(ctx, name, Spec{Scenario: ScenarioSync, Impl: impl, Target: target, ExpectAdds: n, DB: db})
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	if err := copyFile(db, dbNoReplay); err != nil {
+		return err
+	}
+	// Scenario 4: 1% changes while the agent is down, then a warm restart.
+	change := max(int(float64(n)*d.cfg.ChangeFraction), 1)
+	lastRV, _, err := changePods(ctx, cs, n, d.cfg.Namespaces, change, 0)
+	if err != nil {
+		return err
+	}
+	d.progress("kube-apiserver: changed %d pods, last resourceVersion %d", change, lastRV)
+	for _, w := range []struct {
+		kind     string
+		db       string
+		noReplay bool
+	}{{"warm", db, false}, {"warm-noreplay", dbNoReplay, true}} {
+		name := childName(w.kind, "real", n, ImplBolt)
+		d.progress("%s", name)
+		if err := measure(name, func() error {
+			_, err := d.child(ctx, name, Spec{Scenario: ScenarioSync, Impl: ImplBolt, Target: target, DB: w.db,
+				DisableReplay: w.noReplay, ExpectAdds: map[bool]int{false: n, true: 0}[w.noReplay], WaitRV: lastRV})
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	// Scenario 8: the restart storm.
+	return d.storm(ctx, cl, cs, target, measure)
+}
+
+// storm: StormAgents boltinformer agents sync once (their first start),
+// 1% of the Pods change, then they all restart at once; then as many
+// client-go agents start at once (a client-go restart is a cold start).
+func (d *driver) storm(ctx context.Context, cl *testcluster.Cluster, cs kubernetes.Interface, target Target, measure func(string, func() error) error) error {
+	n, agents, objs := d.cfg.RealN, d.cfg.StormAgents, min(d.cfg.StormObjects, d.cfg.RealN)
+	selector := StormLabel + "=true"
+	spec := func(impl string, i int) Spec {
+		return Spec{Scenario: ScenarioSync, Impl: impl, Target: target, LabelSelector: selector, SkipMemory: true,
+			ExpectAdds: objs, DB: filepath.Join(d.work, fmt.Sprintf("agent-%02d.db", i))}
+	}
+	d.progress("storm: %d boltinformer agents, first start", agents)
+	if _, _, err := d.spawnAll(ctx, "storm-first/real/"+ImplBolt, agents, func(i int) Spec { return spec(ImplBolt, i) }); err != nil {
+		return err
+	}
+	change := max(int(float64(n)*d.cfg.ChangeFraction), 1)
+	_, stormRV, err := changePods(ctx, cs, n, d.cfg.Namespaces, change, objs)
+	if err != nil {
+		return err
+	}
+	for _, impl := range []string{ImplBolt, ImplClientGo} {
+		name := childName("storm", "real", n, impl)
+		d.progress("%s: %d agents at once", name, agents)
+		var secs float64
+		if err := measure(name, func() error {
+			var err error
+			_, secs, err = d.spawnAll(ctx, name, agents, func(i int) Spec {
+				s := spec(impl, i)
+				if impl == ImplBolt {
+					s.WaitRV = stormRV
+				}
+				return s
+			})
+			return err
+		}); err != nil {
+			return err
+		}
+		m := d.res.Real[name]
+		m.Seconds = secs
+		d.res.Real[name] = m
+	}
+	return nil
+}
+
+// spawnAll starts count children at once and returns their results and
+// the time from the first start to the last HasSynced.
+func (d *driver) spawnAll(ctx context.Context, prefix string, count int, spec func(i int) Spec) ([]Result, float64, error) {
+	start := time.Now()
+	procs := make([]*childProc, 0, count)
+	var startErr error
+	for i := range count {
+		p, err := d.startChild(ctx, fmt.Sprintf("%s/agent-%02d", prefix, i), spec(i))
+		if err != nil {
+			startErr = err
+			break
+		}
+		procs = append(procs, p)
+	}
+	results := make([]Result, len(procs))
+	errs := make([]error, len(procs))
+	var wg sync.WaitGroup
+	for i, p := range procs {
+		wg.Go(func() { results[i], errs[i] = p.wait() })
+	}
+	wg.Wait()
+	if err := errors.Join(append(errs, startErr)...); err != nil {
+		return nil, 0, err
+	}
+	var last int64
+	for _, r := range results {
+		last = max(last, r.SyncedAt)
+	}
+	return results, time.Unix(0, last).Sub(start).Seconds(), nil
+}
+
+// realPod is Pod(i) as a client creates it: no server-set fields.
+func realPod(i, namespaces, stormObjects int) *v1.Pod {
+	p := Pod(i, namespaces, 0)
+	p.ResourceVersion, p.UID, p.CreationTimestamp, p.ManagedFields = "", "", metav1.Time{}, nil
+	if i < stormObjects {
+		p.Labels[StormLabel] = "true"
+	}
+	return p
+}
+
+// populate creates the namespaces and n Pods with their status (a second
+// write: the status of a create is dropped), 16 at a time.
+func populate(ctx context.Context, cs kubernetes.Interface, n, namespaces, stormObjects int) error {
+	for i := range min(namespaces, n) {
+		ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("team-%03d", i)}}
+		if _, err := cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return parallel(ctx, n, 16, func(i int) error {
+		p := realPod(i, namespaces, stormObjects)
+		status := p.Status
+		pods := cs.CoreV1().Pods(p.Namespace)
+		created, err := pods.Create(ctx, p, metav1.CreateOptions{})
+		if err != nil {
+			return err
+		}
+		created.Status = status
+		_, err = pods.UpdateStatus(ctx, created, metav1.UpdateOptions{})
+		return err
+	})
+}
+
+// changePods annotates count Pods spread over all (a stride prime to n)
+// and returns the highest resourceVersion written, and the highest among
+// the first stormObjects Pods (0 if none of them changed).
+func changePods(ctx context.Context, cs kubernetes.Interface, n, namespaces, count, stormObjects int) (int64, int64, error) {
+	var last, lastStorm atomic.Int64
+	setMax := func(a *atomic.Int64, v int64) {
+		for {
+			cur := a.Load()
+			if v <= cur || a.CompareAndSwap(cur, v) {
+				return
+			}
+		}
+	}
+	gen := time.Now().UnixNano()
+	err := parallel(ctx, count, 8, func(j int) error {
+		i := int((int64(j)*7919 + 13) % int64(n))
+		p := Pod(i, namespaces, 0)
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{"bench.boltinformer.io/changed":"%d"}}}`, gen)
+		out, err := cs.CoreV1().Pods(p.Namespace).Patch(ctx, p.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+		if err != nil {
+			return err
+		}
+		rv, err := strconv.ParseInt(out.ResourceVersion, 10, 64)
+		if err != nil {
+			return err
+		}
+		setMax(&last, rv)
+		if i < stormObjects {
+			setMax(&lastStorm, rv)
+		}
+		return nil
+	})
+	return last.Load(), lastStorm.Load(), err
+}
+
+// parallel runs fn(0..n-1) on workers goroutines and returns the first error.
+func parallel(ctx context.Context, n, workers int, fn func(i int) error) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := fn(i); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// readRealMetrics reads kube-apiserver's counters for pods.
+func readRealMetrics(ctx context.Context, cl *testcluster.Cluster) (RealMetrics, error) {
+	text, err := cl.Metrics(ctx)
+	if err != nil {
+		return RealMetrics{}, err
+	}
+	return parseRealMetrics(text)
+}
+
+func parseRealMetrics(text string) (RealMetrics, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		return RealMetrics{}, err
+	}
+	label := func(m *dto.Metric, name string) string {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == name {
+				return l.GetValue()
+			}
+		}
+		return ""
+	}
+	var m RealMetrics
+	if mf, ok := families["apiserver_request_total"]; ok {
+		for _, s := range mf.GetMetric() {
+			if label(s, "verb") == "LIST" && label(s, "resource") == "pods" {
+				m.Lists += s.GetCounter().GetValue()
+			}
+		}
+	}
+	if mf, ok := families["apiserver_response_sizes"]; ok {
+		for _, s := range mf.GetMetric() {
+			if label(s, "resource") == "pods" {
+				m.BytesSent += s.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	if mf, ok := families["apiserver_watch_events_sizes"]; ok {
+		for _, s := range mf.GetMetric() {
+			if label(s, "kind") == "Pod" || label(s, "resource") == "pods" {
+				m.BytesSent += s.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return m, nil
+}
+
+func copyFile(from, to string) error {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(to)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

@@ -1,0 +1,476 @@
+package bench
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Row is one line of the report: boltinformer's value against a
+// reference measured in the same run (client-go's informer unless Ref says
+// otherwise), their ratio, and the issue's target when it has one.
+type Row struct {
+	Scenario string  `json:"scenario"`
+	Metric   string  `json:"metric"`
+	N        int     `json:"n"`
+	Source   string  `json:"source"`
+	Ref      string  `json:"ref"`
+	RefValue float64 `json:"refValue"`
+	Value    float64 `json:"value"`
+	Unit     string  `json:"unit"`
+	// PerObject adds a per-object figure to the values (bytes).
+	PerObject bool `json:"-"`
+	// Target is the goal as text; Check decides it (nil: no target).
+	Target string         `json:"target"`
+	Check  func(Row) bool `json:"-"`
+	// Met is "yes" or "NO" for a row with a target.
+	Met   string  `json:"met"`
+	Ratio float64 `json:"ratio"`
+	// TargetRatio is the highest ratio the target allows (0: the target,
+	// if any, is on the value itself).
+	TargetRatio float64 `json:"targetRatio,omitempty"`
+}
+
+func (r *Row) ratioTarget(text string, limit float64) {
+	r.Target, r.Check, r.TargetRatio = text, ratioAtMost(limit), limit
+}
+
+// Units of Row values.
+const (
+	unitBytes   = "bytes"
+	unitSeconds = "s"
+	unitNs      = "ns"
+	unitPerSec  = "/s"
+	unitCount   = ""
+)
+
+func ratioAtMost(limit float64) func(Row) bool {
+	return func(r Row) bool { return r.RefValue > 0 && r.Value/r.RefValue <= limit }
+}
+
+func valueAtLeast(limit float64) func(Row) bool { return func(r Row) bool { return r.Value >= limit } }
+func valueAtMost(limit float64) func(Row) bool  { return func(r Row) bool { return r.Value <= limit } }
+
+// Rows turns the results into report rows, in scenario order.
+func Rows(res *Results) []Row {
+	var rows []Row
+	add := func(r Row) {
+		if r.RefValue > 0 {
+			r.Ratio = r.Value / r.RefValue
+		}
+		switch {
+		case r.Check == nil:
+		case r.Check(r):
+			r.Met = "yes"
+		default:
+			r.Met = "NO"
+		}
+		rows = append(rows, r)
+	}
+	ns := sortedNs(res)
+	var sources []source
+	for _, n := range ns {
+		sources = append(sources, source{"fake", n})
+	}
+	for name := range res.Children {
+		if strings.HasPrefix(name, "sync/real/") {
+			parts := strings.Split(name, "/")
+			n, _ := strconv.Atoi(parts[2])
+			if !containsSrc(sources, "real", n) {
+				sources = append(sources, source{"real", n})
+			}
+		}
+	}
+	srcName := map[string]string{"fake": "fake", "real": "kube-apiserver"}
+
+	// 1, 2, 3: memory and cold start, per source and N.
+	for _, s := range sources {
+		cg, ok1 := res.Children[childName("sync", s.name, s.n, ImplClientGo)]
+		bi, ok2 := res.Children[childName("sync", s.name, s.n, ImplBolt)]
+		if !ok1 || !ok2 {
+			continue
+		}
+		base := Row{N: s.n, Source: srcName[s.name], Ref: ImplClientGo}
+		r := base
+		r.Scenario, r.Metric, r.Unit, r.PerObject = "1 steady state", "Go heap in use", unitBytes, true
+		r.RefValue, r.Value = float64(cg.HeapLive), float64(bi.HeapLive)
+		if s.n >= 50000 {
+			r.ratioTarget("≤ 3% (at 50k)", 0.03)
+		}
+		add(r)
+		r = base
+		r.Scenario, r.Metric, r.Unit = "1 steady state", "RSS anonymous", unitBytes
+		r.RefValue, r.Value = float64(cg.Steady.RssAnon), float64(bi.Steady.RssAnon)
+		add(r)
+		r.Metric, r.RefValue, r.Value = "RSS file-backed", float64(cg.Steady.RssFile), float64(bi.Steady.RssFile)
+		add(r)
+		r = base
+		r.Scenario, r.Metric, r.Unit = "2 peak memory", "peak Go heap, initial list", unitBytes
+		r.RefValue, r.Value = float64(cg.HeapPeakSync), float64(bi.HeapPeakSync)
+		add(r)
+		r.Metric, r.RefValue, r.Value = "peak RSS (VmHWM), initial list", float64(cg.ProcSync.VmHWM), float64(bi.ProcSync.VmHWM)
+		add(r)
+		if cg.HeapPeakRelist > 0 && bi.HeapPeakRelist > 0 {
+			r.Metric, r.RefValue, r.Value = "peak Go heap, relist", float64(cg.HeapPeakRelist), float64(bi.HeapPeakRelist)
+			r.ratioTarget("≤ 5%", 0.05)
+			add(r)
+			r.Target, r.Check, r.TargetRatio = "", nil, 0
+			r.Metric, r.RefValue, r.Value = "peak RSS (VmHWM), relist", float64(cg.VmHWMRelist), float64(bi.VmHWMRelist)
+			add(r)
+			r.Metric, r.Unit, r.RefValue, r.Value = "relist time (incl. backoff)", unitSeconds, cg.RelistSeconds, bi.RelistSeconds
+			add(r)
+		}
+		r = base
+		r.Scenario, r.Metric, r.Unit = "3 cold start", "time to HasSynced (writes the file)", unitSeconds
+		r.RefValue, r.Value = cg.SyncSeconds, bi.SyncSeconds
+		add(r)
+		r.Metric, r.Unit = "bytes received", unitBytes
+		r.RefValue, r.Value = float64(cg.TrafficSync.BytesReceived), float64(bi.TrafficSync.BytesReceived)
+		add(r)
+	}
+
+	// 4: warm restart against kube-apiserver.
+	for _, s := range sources {
+		if s.name != "real" {
+			continue
+		}
+		cg, ok1 := res.Children[childName("sync", "real", s.n, ImplClientGo)]
+		warm, ok2 := res.Children[childName("warm", "real", s.n, ImplBolt)]
+		if !ok1 || !ok2 {
+			continue
+		}
+		noReplay := res.Children[childName("warm-noreplay", "real", s.n, ImplBolt)]
+		base := Row{Scenario: "4 warm restart (1% changed)", N: s.n, Source: srcName["real"], Ref: "client-go cold start"}
+		r := base
+		r.Metric, r.Unit, r.RefValue, r.Value = "time to HasSynced", unitSeconds, cg.SyncSeconds, warm.SyncSeconds
+		r.ratioTarget("≥ 20x faster", 0.05)
+		add(r)
+		r.Metric, r.Value = "time to HasSynced, replay off", noReplay.SyncSeconds
+		add(r)
+		r.Target, r.Check, r.TargetRatio = "", nil, 0
+		r.Metric, r.Value = "time until the changes are applied", warm.CurrentSeconds
+		add(r)
+		r = base
+		r.Metric, r.Unit = "LIST + WatchList requests (client)", unitCount
+		r.RefValue = float64(cg.TrafficSync.Lists + cg.TrafficSync.WatchLists)
+		r.Value = float64(warm.TrafficCurrent.Lists + warm.TrafficCurrent.WatchLists)
+		r.Target, r.Check = "0", valueAtMost(0)
+		add(r)
+		cgm, wm := res.Real[childName("sync", "real", s.n, ImplClientGo)], res.Real[childName("warm", "real", s.n, ImplBolt)]
+		r.Metric, r.RefValue, r.Value = "LIST calls (apiserver_request_total)", cgm.Lists, wm.Lists
+		add(r)
+		r = base
+		r.Metric, r.Unit = "bytes received (client, on the wire)", unitBytes
+		r.RefValue, r.Value = float64(cg.TrafficSync.BytesReceived), float64(warm.TrafficCurrent.BytesReceived)
+		r.ratioTarget("≤ 2%", 0.02)
+		add(r)
+		r.Metric, r.RefValue, r.Value = "bytes sent (apiserver metrics)", cgm.BytesSent, wm.BytesSent
+		add(r)
+	}
+
+	// 5: ingest.
+	for _, n := range ns {
+		cg, ok1 := res.Children[childName("ingest", "fake", n, ImplClientGo)]
+		bi, ok2 := res.Children[childName("ingest", "fake", n, ImplBolt)]
+		if !ok1 || !ok2 || cg.Ingest == nil || bi.Ingest == nil {
+			continue
+		}
+		base := Row{Scenario: "5 ingest (fsync on)", N: n, Source: "fake", Ref: "client-go (memory only)"}
+		r := base
+		r.Metric = fmt.Sprintf("watch events/s applied (%d events)", bi.Ingest.Events)
+		r.Unit, r.RefValue, r.Value = unitPerSec, cg.Ingest.EventsPerSecond, bi.Ingest.EventsPerSecond
+		r.Target, r.Check = "≥ 20k/s", valueAtLeast(20000)
+		add(r)
+		r = Row{Scenario: base.Scenario, N: n, Source: "fake", Ref: "-"}
+		r.Metric, r.Unit, r.Value = "mean batch size (events per commit)", unitCount, bi.Ingest.MeanBatch
+		add(r)
+		r.Metric, r.Unit, r.Value = "commit latency p50", unitSeconds, bi.Ingest.CommitP50
+		add(r)
+		r.Metric, r.Value = "commit latency p99", bi.Ingest.CommitP99
+		add(r)
+	}
+
+	// 6: reads.
+	for name, c := range res.Children {
+		if !strings.HasPrefix(name, "reads/") || len(c.Reads) == 0 {
+			continue
+		}
+		n, _ := strconv.Atoi(strings.Split(name, "/")[2])
+		byName := map[string]ReadResult{}
+		for _, rr := range c.Reads {
+			byName[rr.Name] = rr
+		}
+		cmp := func(op, reader, ref, target string, limit float64) {
+			a, ok1 := byName[op+"/"+reader]
+			b, ok2 := byName[op+"/"+ref]
+			if !ok1 || !ok2 {
+				return
+			}
+			r := Row{Scenario: "6 reads", Metric: fmt.Sprintf("%s (%d obj): %s", op, a.Objects, reader), N: n, Source: "fake",
+				Ref: ref, RefValue: b.NsPerOp, Value: a.NsPerOp, Unit: unitNs}
+			if limit > 0 {
+				r.ratioTarget(target, limit)
+			}
+			add(r)
+		}
+		for _, op := range []string{"Get/hot100", "Get/random"} {
+			cmp(op, ReaderBolt, ReaderCR, "≤ controller-runtime", 1)
+			cmp(op, ReaderBoltHot, ReaderCR, "≤ controller-runtime", 1)
+			cmp(op, ReaderCRBolt, ReaderCR, "", 0)
+			cmp(op, ReaderBolt, ReaderClientGo, "", 0)
+		}
+		for _, op := range []string{"List/all", "ByIndex/namespace"} {
+			cmp(op, ReaderBolt, ReaderDecode, "≤ 1.2x decode", 1.2)
+			if op != "List/all" {
+				cmp(op, ReaderBoltHot, ReaderDecode, "", 0)
+			}
+			cmp(op, ReaderBolt, ReaderCR, "", 0)
+			cmp(op, ReaderCRBolt, ReaderCR, "", 0)
+			cmp(op, ReaderCR, ReaderDecode, "", 0)
+			cmp(op, ReaderBolt, ReaderClientGo, "", 0)
+		}
+	}
+
+	// 7: disk.
+	for _, n := range ns {
+		bi, ok := res.Children[childName("sync", "fake", n, ImplBolt)]
+		w, ok2 := res.Wire[n]
+		if !ok || !ok2 || w.Objects == 0 || bi.FileBytes == 0 {
+			continue
+		}
+		per := func(v int64) float64 { return float64(v) / float64(w.Objects) }
+		base := Row{Scenario: "7 disk", N: n, Source: "fake", Unit: unitBytes}
+		r := base
+		r.Metric, r.Ref, r.RefValue, r.Value = "file size per object", "protobuf wire", per(w.Protobuf), per(bi.FileBytes)
+		r.ratioTarget("≤ 1.3x", 1.3)
+		add(r)
+		r.Metric, r.Value = "pages in use per object", per(bi.FileUsedBytes)
+		r.Target, r.Check, r.TargetRatio = "", nil, 0
+		add(r)
+		r.Metric, r.Ref, r.RefValue, r.Value = "file size per object", "JSON wire", per(w.JSON), per(bi.FileBytes)
+		add(r)
+	}
+
+	// 8: restart storm.
+	for _, s := range sources {
+		if s.name != "real" {
+			continue
+		}
+		cgm, ok1 := res.Real[childName("storm", "real", s.n, ImplClientGo)]
+		bim, ok2 := res.Real[childName("storm", "real", s.n, ImplBolt)]
+		if !ok1 || !ok2 {
+			continue
+		}
+		agents, objs := 0, 0
+		var cgBytes, biBytes, cgLists, biLists int64
+		for name, c := range res.Children {
+			switch {
+			case strings.HasPrefix(name, childName("storm", "real", s.n, ImplClientGo)+"/"):
+				cgBytes += c.TrafficSync.BytesReceived
+				cgLists += c.TrafficSync.Lists + c.TrafficSync.WatchLists
+				agents, objs = agents+1, c.Objects
+			case strings.HasPrefix(name, childName("storm", "real", s.n, ImplBolt)+"/"):
+				biBytes += c.TrafficCurrent.BytesReceived
+				biLists += c.TrafficCurrent.Lists + c.TrafficCurrent.WatchLists
+			}
+		}
+		base := Row{Scenario: fmt.Sprintf("8 restart storm (%d agents × %d obj)", agents, objs), N: s.n, Source: srcName["real"], Ref: "client-go cold start"}
+		r := base
+		r.Metric, r.Unit, r.RefValue, r.Value = "time until every agent has synced", unitSeconds, cgm.Seconds, bim.Seconds
+		add(r)
+		r.Metric, r.Unit, r.RefValue, r.Value = "bytes sent (apiserver metrics)", unitBytes, cgm.BytesSent, bim.BytesSent
+		add(r)
+		r.Metric, r.RefValue, r.Value = "bytes received (clients, on the wire)", float64(cgBytes), float64(biBytes)
+		add(r)
+		r.Metric, r.Unit, r.RefValue, r.Value = "LIST + WatchList requests (clients)", unitCount, float64(cgLists), float64(biLists)
+		add(r)
+	}
+	return rows
+}
+
+// source is where a group of rows was measured: the fake or kube-apiserver, with N objects.
+type source struct {
+	name string
+	n    int
+}
+
+func containsSrc(list []source, name string, n int) bool {
+	for _, s := range list {
+		if s.name == name && s.n == n {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedNs(res *Results) []int {
+	seen := map[int]bool{}
+	for name := range res.Children {
+		parts := strings.Split(name, "/")
+		if len(parts) >= 3 && parts[1] == "fake" {
+			if n, err := strconv.Atoi(parts[2]); err == nil && parts[0] != "reads" {
+				seen[n] = true
+			}
+		}
+	}
+	var ns []int
+	for n := range seen {
+		ns = append(ns, n)
+	}
+	sort.Ints(ns)
+	return ns
+}
+
+// formatValue renders v in its unit, with a per-object figure when asked.
+func formatValue(v float64, unit string, perObject bool, n int) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	var s string
+	switch unit {
+	case unitBytes:
+		s = formatBytes(v)
+		if perObject && n > 0 {
+			s += " (" + formatBytes(v/float64(n)) + "/obj)"
+		}
+	case unitSeconds:
+		switch {
+		case v >= 1:
+			s = fmt.Sprintf("%.2f s", v)
+		case v >= 1e-3:
+			s = fmt.Sprintf("%.1f ms", v*1e3)
+		default:
+			s = fmt.Sprintf("%.0f µs", v*1e6)
+		}
+	case unitNs:
+		switch {
+		case v >= 1e9:
+			s = fmt.Sprintf("%.2f s", v/1e9)
+		case v >= 1e6:
+			s = fmt.Sprintf("%.1f ms", v/1e6)
+		case v >= 1e3:
+			s = fmt.Sprintf("%.1f µs", v/1e3)
+		default:
+			s = fmt.Sprintf("%.0f ns", v)
+		}
+	case unitPerSec:
+		s = fmt.Sprintf("%.0f/s", v)
+	default:
+		if v == math.Trunc(v) {
+			s = fmt.Sprintf("%.0f", v)
+		} else {
+			s = fmt.Sprintf("%.1f", v)
+		}
+	}
+	return s
+}
+
+func formatBytes(v float64) string {
+	switch {
+	case v >= 1<<30:
+		return fmt.Sprintf("%.2f GB", v/(1<<30))
+	case v >= 1<<20:
+		return fmt.Sprintf("%.1f MB", v/(1<<20))
+	case v >= 1<<10:
+		return fmt.Sprintf("%.1f KB", v/(1<<10))
+	}
+	return fmt.Sprintf("%.0f B", v)
+}
+
+func formatRatio(r Row) string {
+	if r.RefValue <= 0 {
+		return "-"
+	}
+	x := r.Ratio
+	switch {
+	case x >= 10:
+		return fmt.Sprintf("%.0fx", x)
+	case x >= 0.1:
+		return fmt.Sprintf("%.2fx", x)
+	case x >= 0.001:
+		return fmt.Sprintf("%.3fx", x)
+	}
+	return fmt.Sprintf("%.1gx", x)
+}
+
+// WriteTable writes the rows as a Markdown table, the machine first.
+func WriteTable(w io.Writer, res *Results, rows []Row) error {
+	fmt.Fprintf(w, "Machine: %s\n\n", res.Machine)
+	fmt.Fprintln(w, "Ratio = boltinformer / reference, both measured in this run (each in its own process for memory).")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| scenario | metric | N | source | reference | reference value | boltinformer | ratio | target | met |")
+	fmt.Fprintln(w, "|---|---|---:|---|---|---:|---:|---:|---|---|")
+	for _, r := range rows {
+		ref := "-"
+		if r.RefValue > 0 || r.Ref != "-" {
+			ref = formatValue(r.RefValue, r.Unit, r.PerObject, r.N)
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.Scenario, r.Metric, r.N, r.Source, r.Ref, ref, formatValue(r.Value, r.Unit, r.PerObject, r.N), formatRatio(r), r.Target, r.Met)
+	}
+	for _, s := range res.Skipped {
+		fmt.Fprintf(w, "\nSkipped: %s\n", s)
+	}
+	for _, s := range res.Notes {
+		fmt.Fprintf(w, "\nNote: %s\n", s)
+	}
+	return nil
+}
+
+// WriteCSV writes one line per row with the machine and date on each.
+func WriteCSV(w io.Writer, res *Results, rows []Row) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"date", "machine", "scenario", "metric", "n", "source", "reference", "reference_value", "value", "unit", "ratio", "target", "met"})
+	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+	for _, r := range rows {
+		ratio := ""
+		if r.RefValue > 0 {
+			ratio = f(r.Ratio)
+		}
+		_ = cw.Write([]string{res.Machine.Date, res.Machine.String(), r.Scenario, r.Metric, strconv.Itoa(r.N), r.Source, r.Ref,
+			f(r.RefValue), f(r.Value), r.Unit, ratio, r.Target, r.Met})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// WriteReport writes table.md, results.csv, results.json and chart.svg
+// into dir and the table to w.
+func WriteReport(dir string, w io.Writer, res *Results) error {
+	rows := Rows(res)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var table strings.Builder
+	if err := WriteTable(&table, res, rows); err != nil {
+		return err
+	}
+	if _, err := io.WriteString(w, table.String()); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "table.md"), []byte(table.String()), 0o644); err != nil {
+		return err
+	}
+	var c strings.Builder
+	if err := WriteCSV(&c, res, rows); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.csv"), []byte(c.String()), 0o644); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "results.json"), js, 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "chart.svg"), []byte(Chart(res, rows)), 0o644)
+}
