@@ -1,6 +1,7 @@
 package boltinformer_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"math/rand"
@@ -52,6 +53,7 @@ func crashChild() {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		os.Exit(3)
 	}
+	fmt.Println("running")                   // the parent's kill timer starts now
 	inf.RunWithContext(context.Background()) // until SIGKILL
 }
 
@@ -83,8 +85,17 @@ func TestCrashAtRandomPoints(t *testing.T) {
 					cmd.Env = append(cmd.Env, fmt.Sprintf("CRASH_EXPIRE_BELOW=%d", lastRV+1))
 				}
 				cmd.Stderr = os.Stderr
+				out, err := cmd.StdoutPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
+				}
+				if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "running\n" {
+					_ = cmd.Process.Kill()
+					_ = cmd.Wait()
+					t.Fatalf("child did not start: %q %v", line, err)
 				}
 				time.Sleep(time.Duration(30+r.Intn(500)) * time.Millisecond)
 				_ = cmd.Process.Signal(syscall.SIGKILL)
