@@ -48,10 +48,13 @@ func CheckTx(tx *bolt.Tx, opts CheckOptions) []Problem {
 	}
 	c := &checker{max: opts.MaxProblems}
 	if !opts.SkipBolt {
+		// Drain the channel to the end: bbolt's checking goroutine blocks
+		// until every error is read.
 		for err := range tx.Check() {
-			if !c.add(Problem{What: "bbolt: " + err.Error()}) {
-				return c.problems
-			}
+			c.add(Problem{What: "bbolt: " + err.Error()})
+		}
+		if c.full() {
+			return c.problems
 		}
 	}
 	meta := tx.Bucket(schema.MetaBucket)

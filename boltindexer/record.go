@@ -15,7 +15,9 @@ const recordVersion = 1
 // record is the envelope stored for each object: enough to compare
 // resourceVersions and maintain indexes without decoding the payload.
 //
-// It is encoded as a msgpack array, so fields may only be appended.
+// It is encoded as a msgpack array whose decoder expects exactly these
+// fields: any change to the layout needs a new recordVersion and a
+// migration step (package migrations).
 type record struct {
 	_msgpack struct{} `msgpack:",as_array"`
 

@@ -321,6 +321,12 @@ func (s *Store) putIndexersLocked(b *storeBuckets, versions map[string]string) e
 
 // reindexLocked removes the index buckets in drop and builds the ones in
 // rebuild from the stored objects, rewriting each record's index values.
+//
+// bbolt splits pages only at commit, so inserting many keys in random order
+// into one bucket within a transaction shifts ever larger nodes (measured:
+// 100k random inserts 86 s, sorted 1 s). Records are therefore rewritten in
+// key order, a chunk at a time, and the new index entries (keys only, never
+// objects) are sorted before they are inserted.
 func (s *Store) reindexLocked(b *storeBuckets, drop, rebuild []string, indexers cache.Indexers) error {
 	for _, n := range append(append([]string{}, drop...), rebuild...) {
 		if b.idx.Bucket([]byte(n)) != nil {
@@ -329,62 +335,70 @@ func (s *Store) reindexLocked(b *storeBuckets, drop, rebuild []string, indexers 
 			}
 		}
 	}
+	entries := make(map[string][]string, len(rebuild))
 	for _, n := range rebuild {
 		if _, err := b.idx.CreateBucket([]byte(n)); err != nil {
 			return err
 		}
+		entries[n] = nil
 	}
-	type rewrite struct {
-		key []byte
-		val []byte
-	}
-	var pending []rewrite
-	flush := func() error {
-		for _, p := range pending {
-			if err := b.objects.Put(p.key, p.val); err != nil {
-				return err
-			}
-		}
-		pending = pending[:0]
-		return nil
-	}
-	c := b.objects.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		rec, err := decodeRecord(v)
-		if err != nil {
-			return fmt.Errorf("reindex store %s key %q: %w", s.name, k, err)
-		}
-		for _, n := range drop {
-			rec.setValues(n, nil)
-		}
-		if len(rebuild) > 0 {
-			obj, err := s.codec.decode(rec)
+	type rewrite struct{ key, val []byte }
+	chunk := make([]rewrite, 0, streamChunk)
+	var after []byte
+	for {
+		chunk = chunk[:0]
+		// Walk a chunk, then write it: writing while a cursor walks a bucket is not safe in bbolt.
+		c := b.objects.Cursor()
+		for k, v := seekAfter(c, after); k != nil && len(chunk) < streamChunk; k, v = c.Next() {
+			rec, err := decodeRecord(v)
 			if err != nil {
 				return fmt.Errorf("reindex store %s key %q: %w", s.name, k, err)
 			}
-			for _, n := range rebuild {
-				vals, err := computeIndex(n, indexers[n], obj)
+			for _, n := range drop {
+				rec.setValues(n, nil)
+			}
+			if len(rebuild) > 0 {
+				obj, err := s.codec.decode(rec)
 				if err != nil {
 					return fmt.Errorf("reindex store %s key %q: %w", s.name, k, err)
 				}
-				rec.setValues(n, vals)
-				ib := b.idx.Bucket([]byte(n))
-				for _, val := range vals {
-					if err := ib.Put(indexKey(val, string(k)), nil); err != nil {
-						return err
+				for _, n := range rebuild {
+					vals, err := computeIndex(n, indexers[n], obj)
+					if err != nil {
+						return fmt.Errorf("reindex store %s key %q: %w", s.name, k, err)
+					}
+					rec.setValues(n, vals)
+					for _, val := range vals {
+						entries[n] = append(entries[n], string(indexKey(val, string(k))))
 					}
 				}
 			}
+			enc, err := encodeRecord(rec)
+			if err != nil {
+				return err
+			}
+			chunk = append(chunk, rewrite{key: append([]byte(nil), k...), val: enc})
 		}
-		enc, err := encodeRecord(rec)
-		if err != nil {
-			return err
+		for _, r := range chunk {
+			if err := b.objects.Put(r.key, r.val); err != nil {
+				return err
+			}
 		}
-		// Writing while a cursor walks the bucket is not safe in bbolt:
-		// collect rewrites and apply them after the walk.
-		pending = append(pending, rewrite{key: append([]byte(nil), k...), val: enc})
+		if len(chunk) < streamChunk {
+			break
+		}
+		after = chunk[len(chunk)-1].key
 	}
-	return flush()
+	for n, keys := range entries {
+		sort.Strings(keys)
+		ib := b.idx.Bucket([]byte(n))
+		for _, k := range keys {
+			if err := ib.Put([]byte(k), nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // computeIndex runs one IndexFunc and returns its values sorted and
