@@ -81,11 +81,11 @@ func TestCodecRoundTripEveryType(t *testing.T) {
 	}
 	sort.Strings(names)
 	codecs := serializer.NewCodecFactory(scheme.Scheme)
-	f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(42), codecs).NilChance(0.2).NumElements(0, 3)
+	f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(42), codecs).NilChance(0.3).NumElements(0, 2).MaxDepth(12)
 	protobufTypes := 0
 	for _, name := range names {
 		typ := types[name]
-		for i := 0; i < 8; i++ {
+		for i := 0; i < 20; i++ {
 			obj := reflect.New(typ).Interface().(runtime.Object)
 			f.Fill(obj)
 			if c, _ := newObjectCodec(obj); c.id == CodecProtobuf && i == 0 {
