@@ -1,27 +1,44 @@
 # boltinformer: every target is one command a newcomer can run.
+#
+#   make demo       the main job end to end on a local etcd + kube-apiserver
+#   make test       the whole suite: lint, unit tests with -race, fuzz seed
+#                   corpora, end-to-end tests against real etcd + apiserver
+#   make e2e        only the end-to-end tests
+#   make bench      benchmarks side by side with client-go
+#   make fuzz       every fuzz target for FUZZTIME
 GO        ?= go
-PKGS      := ./...
 FUZZTIME  ?= 20s
+BENCHTIME ?= 1s
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit lint fmt vet fuzz
+.PHONY: all build test unit e2e e2e-deps lint fmt vet fuzz bench bench-compare demo clean
 
 all: build
 
 build:
-	$(GO) build $(PKGS)
+	$(GO) build ./...
 
-## test: the whole suite (unit tests with -race, fuzz seed corpora).
-test: lint unit
+## test: everything CI runs (.ci/run calls exactly this).
+test: e2e-deps lint
+	$(GO) test -race -count=1 -timeout 25m ./...
 
+## unit: the tests that need no etcd or apiserver binaries.
 unit:
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v /test/e2e)
+
+## e2e: end-to-end tests against a real etcd and kube-apiserver (built into bin/).
+e2e: e2e-deps
+	$(GO) test -race -count=1 -timeout 20m ./test/e2e/...
+
+## e2e-deps: build bin/etcd and bin/kube-apiserver when missing or outdated (~6 min the first time).
+e2e-deps:
+	@bash hack/e2e-deps.sh
 
 fmt:
-	gofmt -w $$(git ls-files '*.go' | grep -v '^hack/tools/')
+	gofmt -w $$(git ls-files -co --exclude-standard '*.go' | grep -v '^hack/tools/')
 
 vet:
-	$(GO) vet $(PKGS)
+	$(GO) vet ./...
 
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go' | grep -v '^hack/tools/')); \
@@ -34,3 +51,19 @@ fuzz:
 	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \
 	done
+
+## bench: the benchmarks of bench/ (ratios against client-go in the same run).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./bench/...
+
+## bench-compare REF=<commit>: benchstat of bench/ at REF against the work tree.
+bench-compare:
+	@test -n "$(REF)" || { echo "usage: make bench-compare REF=<commit>"; exit 2; }
+	@bash hack/bench-compare.sh "$(REF)"
+
+## demo: start etcd + kube-apiserver on loopback, run an agent, kill it, restart it warm.
+demo: e2e-deps
+	$(GO) run ./examples/demo
+
+clean:
+	rm -rf bin/
