@@ -70,6 +70,11 @@ type Spec struct {
 	// RelistChange > 0 expires every watch on the fake after the steady
 	// state and changes that many objects: the informer must relist.
 	RelistChange int `json:"relistChange,omitempty"`
+	// RelistTrigger (kube-apiserver): after the steady state, create the
+	// file RelistTrigger+".ready" and wait for a relist, which the driver
+	// causes by restarting kube-apiserver (its watch cache then answers
+	// the watch from the old resourceVersion with 410 Gone).
+	RelistTrigger string `json:"relistTrigger,omitempty"`
 	// WaitRV: after HasSynced, wait until a handler saw an object at this
 	// resourceVersion or newer (a warm restart catching up).
 	WaitRV int64 `json:"waitRV,omitempty"`
@@ -80,6 +85,11 @@ type Spec struct {
 	Count     int           `json:"count,omitempty"`
 	// Timeout bounds the whole child (default 10 min).
 	Timeout time.Duration `json:"timeout,omitempty"`
+	// ProfileDir, when set, receives cpu.pprof (the whole child),
+	// heap-peak.pprof (written each time the heap grew 20%: the last one
+	// is near the peak), heap-steady.pprof and, after a relist,
+	// heap-relist.pprof. Profiling perturbs the timings a little.
+	ProfileDir string `json:"profileDir,omitempty"`
 }
 
 // Result is what a child measured. Bytes are bytes, times seconds.
@@ -286,7 +296,12 @@ func waitFor(ctx context.Context, what string, cond func() bool) error {
 
 func runSync(ctx context.Context, spec Spec) (Result, error) {
 	res := Result{Scenario: spec.Scenario, Impl: spec.Impl}
-	sampler := StartHeapSampler(2 * time.Millisecond)
+	prof, err := startProfiles(spec.ProfileDir)
+	if err != nil {
+		return res, err
+	}
+	defer prof.stop()
+	sampler := StartHeapSampler(2*time.Millisecond, prof.onPeak)
 	defer sampler.Stop()
 	start := time.Now()
 	res.StartedAt = start.UnixNano()
@@ -331,11 +346,14 @@ func runSync(ctx context.Context, spec Spec) (Result, error) {
 	}
 	res.HeapLive = LiveHeap()
 	res.Steady = SettledProcStatus()
+	prof.heap("heap-steady.pprof")
+	prof.setPeakName("heap-relist-peak.pprof")
 
-	if spec.RelistChange > 0 {
+	if spec.RelistChange > 0 || spec.RelistTrigger != "" {
 		if err := relist(ctx, spec, u, h, sampler, &res); err != nil {
 			return res, err
 		}
+		prof.heap("heap-after-relist.pprof")
 	}
 	if spec.Scenario == ScenarioIngest {
 		ing, err := ingest(ctx, spec, u, h)
@@ -353,33 +371,49 @@ func runSync(ctx context.Context, spec Spec) (Result, error) {
 	return res, u.Close()
 }
 
-// relist expires the fake's watches and measures until the informer's
-// store holds the new list.
+// relist makes the informer relist (the fake expires its watches, or the
+// driver restarts kube-apiserver) and measures until the informer's store
+// holds the new list.
 func relist(ctx context.Context, spec Spec, u *informerUnderTest, h *countingHandler, sampler *HeapSampler, res *Result) error {
 	ResetPeakRSS()
 	sampler.Reset()
 	updatesBefore := h.updates.Load()
+	relistsBefore := relistCount(u.reg)
+	n := int64(len(u.inf.GetStore().ListKeys()))
 	start := time.Now()
-	var out struct{ RV string }
-	if err := control(ctx, spec.Control, "relist", fmt.Sprintf("change=%d", spec.RelistChange), &out); err != nil {
-		return err
-	}
-	rv, err := strconv.ParseInt(out.RV, 10, 64)
-	if err != nil {
-		return err
+	var rv int64
+	if spec.RelistTrigger != "" {
+		if err := os.WriteFile(spec.RelistTrigger+".ready", nil, 0o644); err != nil {
+			return err
+		}
+	} else {
+		var out struct{ RV string }
+		if err := control(ctx, spec.Control, "relist", fmt.Sprintf("change=%d", spec.RelistChange), &out); err != nil {
+			return err
+		}
+		var err error
+		if rv, err = strconv.ParseInt(out.RV, 10, 64); err != nil {
+			return err
+		}
 	}
 	var done func() bool
 	if u.bolt != nil {
-		// The stored RV moves to the list's only once the whole list is
-		// applied and the missing keys deleted.
+		// Done once the relist started, applied at least every object
+		// (changed or not: events_applied_total counts both), and
+		// FinishRelist moved the stored RV and cleared the relist marker,
+		// which was set before the first page.
+		appliedBefore := counterSum(u.reg, "boltinformer_events_applied_total")
 		done = func() bool {
-			s, err := u.bolt.Store().ResourceVersion()
-			n, _ := strconv.ParseInt(s, 10, 64)
-			return err == nil && n >= rv
+			if relistCount(u.reg) <= relistsBefore || counterSum(u.reg, "boltinformer_events_applied_total")-appliedBefore < float64(n) {
+				return false
+			}
+			relisting, _, err := u.bolt.Store().RelistInProgress()
+			s, err2 := u.bolt.Store().ResourceVersion()
+			cur, _ := strconv.ParseInt(s, 10, 64)
+			return err == nil && err2 == nil && !relisting && cur >= rv
 		}
 	} else {
 		// client-go replaces every object: one OnUpdate per object.
-		n := int64(len(u.inf.GetStore().ListKeys()))
 		done = func() bool { return h.updates.Load()-updatesBefore >= n && h.maxRV.Load() >= rv }
 	}
 	if err := waitFor(ctx, "relist", done); err != nil {
@@ -389,6 +423,31 @@ func relist(ctx context.Context, spec Spec, u *informerUnderTest, h *countingHan
 	res.HeapPeakRelist = sampler.Peak()
 	res.VmHWMRelist = ReadProcStatus().VmHWM
 	return nil
+}
+
+// relistCount reads boltinformer_relists_total.
+func relistCount(reg *prometheus.Registry) float64 {
+	return counterSum(reg, "boltinformer_relists_total")
+}
+
+// counterSum sums a counter over its series (0 without a registry).
+func counterSum(reg *prometheus.Registry, name string) float64 {
+	if reg == nil {
+		return 0
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		return 0
+	}
+	var n float64
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			for _, m := range mf.GetMetric() {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
 }
 
 // control calls one of the fake's /bench/ endpoints.

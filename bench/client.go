@@ -90,6 +90,9 @@ func (tg Target) RESTConfig(t *Traffic) *rest.Config {
 		BearerToken:     tg.BearerToken,
 		TLSClientConfig: rest.TLSClientConfig{CAData: tg.CAData},
 		QPS:             -1,
+		// The generated Pods name every container port "http"; the
+		// apiserver warns about it on every create.
+		WarningHandler: rest.NoWarnings{},
 	}
 	cfg.ContentType = contentTypeProtobuf
 	if tg.JSON {

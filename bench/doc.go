@@ -1,5 +1,32 @@
 // Package bench measures boltinformer side by side with client-go's
 // in-memory informer and indexer, in the same run on the same objects.
 // Timings on shared 2-core machines are noisy: compare ratios, not absolute
-// figures. `make bench` runs everything here.
+// figures.
+//
+// Two kinds of benchmarks live here:
+//
+//   - go test -bench (benchstat-comparable, make bench-compare): the codec,
+//     indexer and read benchmarks (BenchmarkRead/<op>/<reader> compares
+//     client-go's indexer, controller-runtime's cache reader, a Store with
+//     and without the hot-object cache, and the pure protobuf decode of the
+//     same objects).
+//   - the report (go run ./bench/cmd/benchreport): scenarios that need a
+//     process of their own per implementation, because a Go heap and an RSS
+//     never shrink back inside one process. The driver (Run) re-executes its
+//     own binary once per scenario and implementation (a child: Spec in,
+//     Result out, see ChildMain), then prints one table of ratios and writes
+//     table.md, results.csv, results.json and chart.svg (WriteReport).
+//
+// The report's scenarios: steady-state memory after sync, peak memory
+// during the initial list and a relist, cold start time (1-3), durable
+// ingest (5), reads (6) and disk size (7) against FakeAPIServer, an
+// in-process apiserver that speaks the real list/watch wire protocol from
+// pre-encoded Pods; steady state, peak, cold start (1-3), the warm restart
+// with 1% of the objects changed (4) and a restart storm of agent
+// processes (8) against a real etcd and kube-apiserver
+// (internal/testcluster, binaries from make e2e-deps).
+//
+// The package measures and reports; it never changes the library's
+// behaviour to look better (each informer runs with its defaults unless a
+// row says otherwise), and a target it misses is reported as missed.
 package bench

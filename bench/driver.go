@@ -55,6 +55,11 @@ type Config struct {
 	Args []string
 	// ChildTimeout bounds each child (default 10 min).
 	ChildTimeout time.Duration
+	// ProfileDir, when set, gets each child's CPU and heap profiles in a
+	// directory named after the child (see Spec.ProfileDir).
+	ProfileDir string
+	// Only, when not empty, runs only these parts: sync, ingest, reads, real.
+	Only []string
 	// Progress receives one line per step (default: nowhere).
 	Progress io.Writer
 }
@@ -98,21 +103,23 @@ func (c *Config) defaults() error {
 }
 
 // Results is everything a run measured: the raw child results by name, the
-// fake's wire sizes per N, and the machine.
+// objects' wire sizes, and the machine.
 type Results struct {
-	Machine  Machine                `json:"machine"`
-	Children map[string]Result      `json:"children"`
-	Wire     map[int]WireSizes      `json:"wire"`
-	Real     map[string]RealMetrics `json:"real,omitempty"`
-	Notes    []string               `json:"notes,omitempty"`
+	Machine  Machine           `json:"machine"`
+	Children map[string]Result `json:"children"`
+	// Wire are the objects' wire sizes by source and N ("fake/10000").
+	Wire  map[string]WireSizes   `json:"wire"`
+	Real  map[string]RealMetrics `json:"real,omitempty"`
+	Notes []string               `json:"notes,omitempty"`
 	// Skipped names the parts that did not run, with the reason.
 	Skipped []string `json:"skipped,omitempty"`
 }
 
 // RealMetrics is what kube-apiserver counted during one step: LIST
-// requests for pods, and the bytes it sent for them (LIST response bodies
-// plus watch events, from apiserver_response_sizes and
-// apiserver_watch_events_sizes).
+// requests for pods, and the bytes it sent for them (non-WATCH response
+// bodies from apiserver_response_sizes, plus the encoded objects of watch
+// events from apiserver_watch_events_sizes; a WATCH's own response size is
+// only recorded when it ends).
 type RealMetrics struct {
 	Lists     float64 `json:"lists"`
 	BytesSent float64 `json:"bytesSent"`
@@ -134,7 +141,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if err := cfg.defaults(); err != nil {
 		return nil, err
 	}
-	d := &driver{cfg: cfg, res: &Results{Machine: ReadMachine(), Children: map[string]Result{}, Wire: map[int]WireSizes{}, Real: map[string]RealMetrics{}}}
+	d := &driver{cfg: cfg, res: &Results{Machine: ReadMachine(), Children: map[string]Result{}, Wire: map[string]WireSizes{}, Real: map[string]RealMetrics{}}}
 	d.work = cfg.WorkDir
 	if d.work == "" {
 		dir, err := os.MkdirTemp("", "boltinformer-bench-")
@@ -149,7 +156,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			return d.res, fmt.Errorf("fake apiserver, N=%d: %w", n, err)
 		}
 	}
-	if cfg.RealN > 0 {
+	if cfg.RealN > 0 && cfg.runs("real") {
 		if err := d.runReal(ctx); err != nil {
 			if errors.Is(err, errNoCluster) {
 				d.res.Skipped = append(d.res.Skipped, err.Error())
@@ -160,6 +167,19 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		}
 	}
 	return d.res, nil
+}
+
+// runs reports whether the Config asks for the part.
+func (c *Config) runs(part string) bool {
+	if len(c.Only) == 0 {
+		return true
+	}
+	for _, p := range c.Only {
+		if p == part {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *driver) progress(format string, args ...any) {
@@ -187,12 +207,17 @@ func (d *driver) runFake(ctx context.Context, n int, first bool) error {
 	if err != nil {
 		return err
 	}
-	d.res.Wire[n] = wire
+	d.mu.Lock()
+	d.res.Wire[childName("fake", n)] = wire
+	d.mu.Unlock()
 	target := Target{Host: srv.URL(), JSON: d.cfg.JSON}
 	change := max(int(float64(n)*d.cfg.ChangeFraction), 1)
 
 	// Scenarios 1, 2, 3, 7: sync, steady state, relist, file size.
 	for _, impl := range []string{ImplClientGo, ImplBolt} {
+		if !d.cfg.runs("sync") {
+			break
+		}
 		name := childName("sync", "fake", n, impl)
 		d.progress("%s", name)
 		_, err := d.child(ctx, name, Spec{
@@ -207,7 +232,7 @@ func (d *driver) runFake(ctx context.Context, n int, first bool) error {
 		return nil
 	}
 	// Scenario 5: ingest.
-	if d.cfg.IngestEvents > 0 {
+	if d.cfg.IngestEvents > 0 && d.cfg.runs("ingest") {
 		for _, impl := range []string{ImplClientGo, ImplBolt} {
 			name := childName("ingest", "fake", n, impl)
 			d.progress("%s (%d events)", name, d.cfg.IngestEvents)
@@ -221,7 +246,7 @@ func (d *driver) runFake(ctx context.Context, n int, first bool) error {
 		}
 	}
 	// Scenario 6: reads, on their own server when ReadN differs.
-	if d.cfg.ReadN > 0 {
+	if d.cfg.ReadN > 0 && d.cfg.runs("reads") {
 		rsrv, rtarget := srv, target
 		if d.cfg.ReadN != n || d.cfg.IngestEvents > 0 {
 			// The ingest changed the objects; the read benchmarks decode
@@ -264,11 +289,17 @@ type childProc struct {
 	cmd    *exec.Cmd
 	stdout bytes.Buffer
 	log    *os.File
+	// exited is closed when the process has exited; runErr is then set.
+	exited chan struct{}
+	runErr error
 }
 
 func (d *driver) startChild(ctx context.Context, name string, spec Spec) (*childProc, error) {
 	if spec.Timeout <= 0 {
 		spec.Timeout = d.cfg.ChildTimeout
+	}
+	if d.cfg.ProfileDir != "" {
+		spec.ProfileDir = filepath.Join(d.cfg.ProfileDir, strings.ReplaceAll(name, "/", "_"))
 	}
 	js, err := json.Marshal(spec)
 	if err != nil {
@@ -279,7 +310,7 @@ func (d *driver) startChild(ctx context.Context, name string, spec Spec) (*child
 	if err != nil {
 		return nil, err
 	}
-	p := &childProc{d: d, name: name, log: log}
+	p := &childProc{d: d, name: name, log: log, exited: make(chan struct{})}
 	p.cmd = exec.CommandContext(ctx, d.cfg.Exe, d.cfg.Args...)
 	p.cmd.Env = append(os.Environ(), ChildSpecEnv+"="+string(js))
 	p.cmd.Stdout = &p.stdout
@@ -289,12 +320,17 @@ func (d *driver) startChild(ctx context.Context, name string, spec Spec) (*child
 		log.Close()
 		return nil, err
 	}
+	go func() {
+		p.runErr = p.cmd.Wait()
+		close(p.exited)
+	}()
 	return p, nil
 }
 
 func (p *childProc) wait() (Result, error) {
 	defer p.log.Close()
-	runErr := p.cmd.Wait()
+	<-p.exited
+	runErr := p.runErr
 	var res Result
 	found := false
 	sc := bufio.NewScanner(bytes.NewReader(p.stdout.Bytes()))

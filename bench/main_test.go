@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
@@ -8,15 +9,24 @@ import (
 )
 
 // TestMain runs this test binary as a benchmark child when the driver
-// (TestReport) re-executes it, and checks for leaked goroutines otherwise.
+// (TestReport) re-executes it; otherwise it runs the tests and benchmarks,
+// stops the readers the read benchmarks share, and checks for leaked
+// goroutines.
 func TestMain(m *testing.M) {
 	if isChild, code := ChildMain(); isChild {
 		os.Exit(code)
 	}
-	goleak.VerifyTestMain(m,
-		// client-go's and controller-runtime's idle HTTP/2 and keep-alive
-		// connections end on their own timers.
-		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
-		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
-	)
+	code := m.Run()
+	closeSharedReadEnv()
+	if code == 0 {
+		if err := goleak.Find(
+			// Idle keep-alive connections of the HTTP clients end on their own timers.
+			goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"),
+			goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
+		); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }

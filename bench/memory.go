@@ -24,15 +24,19 @@ type HeapSampler struct {
 	interval time.Duration
 	stop     chan struct{}
 	done     chan struct{}
+	// onPeak, if set, is called (on the sampling goroutine) whenever the
+	// heap grew 20% above the last level it was called at.
+	onPeak func(heap uint64)
 
-	// mu guards peak.
-	mu   sync.Mutex
-	peak uint64
+	// mu guards peak and reported (the heap onPeak was last called at).
+	mu       sync.Mutex
+	peak     uint64
+	reported uint64
 }
 
-// StartHeapSampler starts sampling; Stop ends it.
-func StartHeapSampler(interval time.Duration) *HeapSampler {
-	h := &HeapSampler{interval: interval, stop: make(chan struct{}), done: make(chan struct{})}
+// StartHeapSampler starts sampling; Stop ends it. onPeak may be nil.
+func StartHeapSampler(interval time.Duration, onPeak func(heap uint64)) *HeapSampler {
+	h := &HeapSampler{interval: interval, stop: make(chan struct{}), done: make(chan struct{}), onPeak: onPeak}
 	go h.run()
 	return h
 }
@@ -49,7 +53,14 @@ func (h *HeapSampler) run() {
 		if v > h.peak {
 			h.peak = v
 		}
+		report := h.onPeak != nil && v > h.reported+h.reported/5
+		if report {
+			h.reported = v
+		}
 		h.mu.Unlock()
+		if report {
+			h.onPeak(v)
+		}
 		select {
 		case <-h.stop:
 			return
@@ -68,7 +79,7 @@ func (h *HeapSampler) Peak() uint64 {
 // Reset forgets the peak.
 func (h *HeapSampler) Reset() {
 	h.mu.Lock()
-	h.peak = 0
+	h.peak, h.reported = 0, 0
 	h.mu.Unlock()
 }
 

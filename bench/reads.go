@@ -337,6 +337,11 @@ func (e *ReadEnv) Benchmarks() []NamedBenchmark {
 // of load on the machine does not hit one reader only.
 func runReads(ctx context.Context, spec Spec) (Result, error) {
 	res := Result{Scenario: spec.Scenario, Impl: spec.Impl, StartedAt: time.Now().UnixNano()}
+	prof, err := startProfiles(spec.ProfileDir)
+	if err != nil {
+		return res, err
+	}
+	defer prof.stop()
 	testing.Init()
 	bt := spec.BenchTime
 	if bt <= 0 {

@@ -239,14 +239,14 @@ func Rows(res *Results) []Row {
 	}
 
 	// 7: disk.
-	for _, n := range ns {
-		bi, ok := res.Children[childName("sync", "fake", n, ImplBolt)]
-		w, ok2 := res.Wire[n]
+	for _, s := range sources {
+		bi, ok := res.Children[childName("sync", s.name, s.n, ImplBolt)]
+		w, ok2 := res.Wire[childName(s.name, s.n)]
 		if !ok || !ok2 || w.Objects == 0 || bi.FileBytes == 0 {
 			continue
 		}
 		per := func(v int64) float64 { return float64(v) / float64(w.Objects) }
-		base := Row{Scenario: "7 disk", N: n, Source: "fake", Unit: unitBytes}
+		base := Row{Scenario: "7 disk", N: s.n, Source: srcName[s.name], Unit: unitBytes}
 		r := base
 		r.Metric, r.Ref, r.RefValue, r.Value = "file size per object", "protobuf wire", per(w.Protobuf), per(bi.FileBytes)
 		r.ratioTarget("≤ 1.3x", 1.3)

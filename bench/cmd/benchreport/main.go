@@ -41,6 +41,8 @@ func main() {
 	flag.IntVar(&cfg.StormAgents, "storm-agents", 20, "agent processes of the restart storm")
 	flag.IntVar(&cfg.StormObjects, "storm-objects", 1000, "Pods each storm agent caches")
 	flag.BoolVar(&cfg.JSON, "json", false, "clients ask for JSON instead of protobuf")
+	flag.StringVar(&cfg.ProfileDir, "profile", "", "write each child's CPU and heap profiles under this directory")
+	only := flag.String("only", "", "run only these parts, comma-separated: sync, ingest, reads, real")
 	serve := flag.Int("serve", 0, "only serve a fake apiserver with this many Pods until interrupted")
 	flag.Parse()
 
@@ -65,6 +67,11 @@ func main() {
 			fail(fmt.Errorf("bad -n %q", f))
 		}
 		cfg.Ns = append(cfg.Ns, n)
+	}
+	for _, p := range strings.Split(*only, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			cfg.Only = append(cfg.Only, p)
+		}
 	}
 	cfg.Progress = os.Stderr
 	start := time.Now()

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# bench-report.sh [benchreport flags]: runs every benchmark scenario side by
+# side with client-go (each implementation in its own process), prints the
+# table of ratios and writes bench/out/{table.md,results.csv,results.json,chart.svg}.
+#
+#   BENCH_N=10000,50000,150000 hack/bench-report.sh   # add the 150k run
+#   BENCH_REAL_N=0 hack/bench-report.sh               # no kube-apiserver part
+#   hack/bench-report.sh -only sync,ingest -profile bench/out/prof
+#
+# The kube-apiserver part needs bin/etcd and bin/kube-apiserver (make e2e-deps).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${root}"
+mkdir -p bench/out
+bin="$(mktemp -d)"
+trap 'rm -rf "${bin}"' EXIT
+go build -o "${bin}/benchreport" ./bench/cmd/benchreport
+"${bin}/benchreport" -out bench/out "$@" 2> >(grep -v '^[IW][0-9]\{4\} ' >&2)
