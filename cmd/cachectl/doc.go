@@ -22,14 +22,10 @@
 // while a process owns it, through that process's admin socket with
 // --socket PATH (package internal/admin); both give the same output.
 //
-// cachectl sync (keep a file current from an apiserver until SIGINT or
-// SIGTERM, serving --socket) is to live in sync.go, which registers itself
-// by appending newSyncCommand to subcommands (root.go) in an init
-// function. It builds on the root package (boltinformer.Open with
-// Options.AdminSocket, which runs admin.NewServer and registers each
-// informer's store), takes ctx from cmd.Context() (cancelled on SIGINT and
-// SIGTERM by main) and follows the same habits: a syncOptions struct with
-// AddFlags, errors as one line, tests that run the root command.
+// cachectl sync (sync.go) keeps a file current from an apiserver until
+// SIGINT or SIGTERM: boltinformer.Open with Options.AdminSocket (--socket),
+// one informer per --resource, typed (protobuf) for the types client-go
+// knows and dynamic (unstructured) for the rest.
 //
 // Exit codes: 0 success, 1 error, 2 usage error. Errors are one line on
 // stderr. Progress of long operations is shown on stderr only when it is a

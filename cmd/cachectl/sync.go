@@ -1,0 +1,343 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/boltindexer"
+)
+
+func init() { subcommands = append(subcommands, newSyncCommand) }
+
+// errSync means a resource could not be synced.
+var errSync = errors.New("sync failed")
+
+// syncOptions are the flags of cachectl sync.
+type syncOptions struct {
+	kubeconfig    string
+	kubeContext   string
+	namespace     string
+	db            string
+	resources     []string
+	allNamespaces bool
+	selector      string
+	fieldSelector string
+	metricsAddr   string
+	socket        string
+	timeout       time.Duration
+	pageSize      int64
+}
+
+// AddFlags adds sync's flags, kubectl's connection flags among them.
+func (o *syncOptions) AddFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", o.kubeconfig, "Path to the kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or the in-cluster config)")
+	fs.StringVar(&o.kubeContext, "context", o.kubeContext, "The kubeconfig context to use")
+	fs.StringVarP(&o.namespace, "namespace", "n", o.namespace, "Cache only this namespace (namespaced resources)")
+	fs.StringVar(&o.db, "db", o.db, "Path of the cache file to keep current (created if missing)")
+	fs.StringSliceVar(&o.resources, "resource", o.resources, "Resources to cache, comma-separated, as kubectl names them (pods, cm, deployments.apps, widgets.example.com)")
+	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", o.allNamespaces, "Cache every namespace (the default unless -n is given)")
+	fs.StringVarP(&o.selector, "selector", "l", o.selector, "Label selector to cache only matching objects")
+	fs.StringVar(&o.fieldSelector, "field-selector", o.fieldSelector, "Field selector to cache only matching objects")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", o.metricsAddr, "Serve Prometheus metrics on this address (host:port) at /metrics")
+	fs.StringVar(&o.socket, "socket", o.socket, "Serve read-only queries and snapshots on this unix socket (for cachectl --socket)")
+	fs.DurationVar(&o.timeout, "timeout", o.timeout, "How long to wait for a cache file another process holds")
+	fs.Int64Var(&o.pageSize, "page-size", o.pageSize, "LIST page size of a relist")
+}
+
+func newSyncCommand(e *env) *cobra.Command {
+	o := &syncOptions{timeout: boltindexer.DefaultLockTimeout, pageSize: 500}
+	cmd := &cobra.Command{
+		Use:   "sync --db PATH --resource RESOURCE[,RESOURCE…]",
+		Short: "Keep a cache file current from the apiserver until interrupted",
+		Long: `Keep the listed resources of a cluster current in a cache file until SIGINT
+or SIGTERM, then close it cleanly.
+
+On start, each resource resumes its WATCH from the resourceVersion stored in
+the file (no LIST), or relists when the file has none or the apiserver no
+longer serves it. The cluster is found as kubectl finds it: --kubeconfig,
+$KUBECONFIG, ~/.kube/config, or the in-cluster config. Any resource discovery
+knows can be cached, custom resources included.
+
+While it runs, the file is locked: read it with --socket.`,
+		Example: `  # Cache Pods and ConfigMaps of the whole cluster
+  cachectl sync --db /var/lib/agent/cache.db --resource pods,configmaps --socket /run/agent.sock
+
+  # Only one namespace, only some objects, with metrics
+  cachectl sync --db cache.db --resource deployments.apps -n shop -l tier=web --metrics-addr 127.0.0.1:9090`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Validate(cmd); err != nil {
+				return err
+			}
+			return o.run(cmd.Context(), e)
+		},
+	}
+	o.AddFlags(cmd.Flags())
+	return cmd
+}
+
+// Validate checks the flags before anything is contacted.
+func (o *syncOptions) Validate(cmd *cobra.Command) error {
+	switch {
+	case o.db == "":
+		return usageErrorf(cmd, "--db PATH is required")
+	case len(o.resources) == 0:
+		return usageErrorf(cmd, "--resource is required (for example --resource pods,configmaps)")
+	case o.allNamespaces && o.namespace != "":
+		return usageErrorf(cmd, "-n and -A are mutually exclusive")
+	case o.timeout <= 0:
+		return usageErrorf(cmd, "--timeout must be positive, got %s", o.timeout)
+	case o.pageSize <= 0:
+		return usageErrorf(cmd, "--page-size must be positive, got %d", o.pageSize)
+	}
+	if _, err := labels.Parse(o.selector); err != nil {
+		return usageErrorf(cmd, "bad label selector %q: %v", o.selector, err)
+	}
+	if o.fieldSelector != "" {
+		if _, err := fields.ParseSelector(o.fieldSelector); err != nil {
+			return usageErrorf(cmd, "bad field selector %q: %v", o.fieldSelector, err)
+		}
+	}
+	return nil
+}
+
+// syncTarget is one resource to cache.
+type syncTarget struct {
+	arg     string
+	mapping *meta.RESTMapping
+	example runtime.Object
+	lw      cache.ListerWatcher
+}
+
+// clientConfig loads the cluster's config as kubectl does.
+func (o *syncOptions) clientConfig() (*rest.Config, meta.RESTMapper, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: o.kubeContext}).ClientConfig()
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("discovery: %w", err)
+	}
+	cached := memory.NewMemCacheClient(dc)
+	// The shortcut expander resolves short names (cm, po, deploy) as kubectl does.
+	return cfg, restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil), nil
+}
+
+func (o *syncOptions) run(ctx context.Context, e *env) error {
+	cfg, mapper, err := o.clientConfig()
+	if err != nil {
+		return err
+	}
+	var targets []syncTarget
+	for _, arg := range o.resources {
+		t, err := o.target(cfg, mapper, strings.TrimSpace(arg))
+		if err != nil {
+			return err
+		}
+		targets = append(targets, t)
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	c, err := boltinformer.Open(o.db, boltinformer.Options{LockTimeout: o.timeout, Registerer: reg, AdminSocket: o.socket})
+	if err != nil {
+		if errors.Is(err, boltindexer.ErrLocked) {
+			return newError(boltindexer.ErrLocked, "%s is locked by another process (waited %s): is another cachectl sync running on it?", o.db, o.timeout)
+		}
+		return fileError(o.db, err)
+	}
+	defer c.Close()
+
+	if o.metricsAddr != "" {
+		stop, err := serveMetrics(o.metricsAddr, reg)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	type started struct {
+		t     syncTarget
+		inf   *boltinformer.Informer
+		start time.Time
+	}
+	var running []started
+	for _, t := range targets {
+		ns := ""
+		if t.mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			ns = o.namespace
+		}
+		inf, err := c.NewInformer(t.lw, t.example, boltinformer.InformerOptions{
+			Namespace: ns, LabelSelector: o.selector, FieldSelector: o.fieldSelector,
+			Resource: t.mapping.Resource.Resource, PageSize: o.pageSize,
+			Indexers: namespaceIndexer(t.mapping),
+		})
+		if err != nil {
+			cancel()
+			return fmt.Errorf("%s: %w", t.arg, err)
+		}
+		rv, _ := inf.Store().ResourceVersion()
+		n, _ := inf.Store().Len()
+		relisting, reason, _ := inf.Store().RelistInProgress()
+		switch {
+		case relisting:
+			fmt.Fprintf(e.streams.ErrOut, "%s: relisting: the last relist did not finish (%s); %d objects on disk\n", t.arg, reason, n)
+		case rv == "":
+			fmt.Fprintf(e.streams.ErrOut, "%s: relisting: the cache file has no resourceVersion for it (cold start)\n", t.arg)
+		default:
+			fmt.Fprintf(e.streams.ErrOut, "%s: resuming watch at resourceVersion %s (%d objects on disk)\n", t.arg, rv, n)
+		}
+		wg.Go(func() { inf.RunWithContext(ctx) })
+		running = append(running, started{t: t, inf: inf, start: e.now()})
+	}
+	for _, r := range running {
+		if !cache.WaitForNamedCacheSyncWithContext(ctx, r.inf.HasSynced) {
+			if ctx.Err() != nil {
+				return nil // interrupted before sync: a clean stop
+			}
+		}
+		n, _ := r.inf.Store().Len()
+		fmt.Fprintf(e.streams.ErrOut, "%s: synced in %s: %d objects at resourceVersion %s\n",
+			r.t.arg, e.now().Sub(r.start).Round(time.Millisecond), n, r.inf.LastSyncResourceVersion())
+	}
+	<-ctx.Done()
+	fmt.Fprintln(e.streams.ErrOut, "stopping: closing the cache file")
+	return nil
+}
+
+// target resolves a resource argument through discovery and builds its
+// ListerWatcher: typed (protobuf) for the types client-go knows, dynamic
+// (unstructured) for the rest, CRDs included.
+func (o *syncOptions) target(cfg *rest.Config, mapper meta.RESTMapper, arg string) (syncTarget, error) {
+	gvr, gr := schema.ParseResourceArg(arg)
+	var err error
+	var gvk schema.GroupVersionKind
+	if gvr != nil {
+		gvk, err = mapper.KindFor(*gvr)
+	}
+	if gvr == nil || err != nil {
+		gvk, err = mapper.KindFor(gr.WithVersion(""))
+	}
+	if err != nil {
+		return syncTarget{}, newError(errUnknownResource, "the server doesn't have a resource type %q", arg)
+	}
+	mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return syncTarget{}, newError(errUnknownResource, "resource %q: %v", arg, err)
+	}
+	ns := ""
+	if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+		ns = o.namespace
+	}
+	tweak := func(opts *metav1.ListOptions) {
+		opts.LabelSelector, opts.FieldSelector = o.selector, o.fieldSelector
+	}
+	t := syncTarget{arg: arg, mapping: mapping}
+	if scheme.Scheme.Recognizes(gvk) {
+		rc, err := restClientFor(cfg, gvk.GroupVersion())
+		if err != nil {
+			return syncTarget{}, fmt.Errorf("%s: %w", arg, err)
+		}
+		example, _ := scheme.Scheme.New(gvk)
+		t.example = example
+		t.lw = cache.NewFilteredListWatchFromClient(rc, mapping.Resource.Resource, ns, tweak)
+		return t, nil
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return syncTarget{}, err
+	}
+	ri := dyn.Resource(mapping.Resource).Namespace(ns)
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	t.example = u
+	t.lw = &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			tweak(&opts)
+			return ri.List(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			tweak(&opts)
+			return ri.Watch(ctx, opts)
+		},
+	}
+	return t, nil
+}
+
+// restClientFor is a protobuf REST client for one group version.
+func restClientFor(cfg *rest.Config, gv schema.GroupVersion) (*rest.RESTClient, error) {
+	c := rest.CopyConfig(cfg)
+	c.GroupVersion = &gv
+	c.APIPath = "/apis"
+	if gv.Group == "" {
+		c.APIPath = "/api"
+	}
+	c.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	c.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+	c.ContentType = "application/vnd.kubernetes.protobuf"
+	return rest.RESTClientFor(c)
+}
+
+// namespaceIndexer indexes namespaced resources by namespace, which
+// cachectl get -n uses.
+func namespaceIndexer(m *meta.RESTMapping) cache.Indexers {
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return nil
+	}
+	return cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
+}
+
+// serveMetrics serves reg at addr/metrics until stop is called.
+func serveMetrics(addr string, reg *prometheus.Registry) (stop func(), err error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = srv.Serve(l) }()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		<-done
+	}, nil
+}

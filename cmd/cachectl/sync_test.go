@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/boltinformer/boltinformer/internal/testcluster"
+)
+
+// lockedBuffer is a bytes.Buffer safe for one writer and a polling reader.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startSync runs `cachectl sync args…` until the returned stop is called;
+// stop returns the exit code and stderr.
+func startSync(t *testing.T, args ...string) (stderr *lockedBuffer, stop func() (int, string)) {
+	t.Helper()
+	stderr = &lockedBuffer{}
+	e := &env{
+		streams:    genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: stderr},
+		now:        time.Now,
+		isTerminal: func(io.Writer) bool { return false },
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, e, append([]string{"sync"}, args...)) }()
+	stopped := false
+	var code int
+	stop = func() (int, string) {
+		if !stopped {
+			stopped = true
+			cancel()
+			code = <-done
+		}
+		return code, stderr.String()
+	}
+	t.Cleanup(func() { stop() })
+	return stderr, stop
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, CertificateAuthority: cfg.CAFile}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
+	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
+	kc.CurrentContext = "test"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestSyncAgainstRealAPIServer runs cachectl sync against a real etcd and
+// kube-apiserver: cold start, reads through --socket while it runs, a clean
+// stop, changes while down, a warm restart, and a final get equal to the
+// apiserver's LIST.
+func TestSyncAgainstRealAPIServer(t *testing.T) {
+	cluster := testcluster.StartT(t)
+	client := cluster.Clientset(t)
+	ctx := context.Background()
+	const ns = "sync"
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%02d", i), Namespace: ns}, Data: map[string]string{"i": fmt.Sprint(i)}}
+		if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kubeconfig := writeKubeconfig(t, cluster.Config())
+	dir := t.TempDir()
+	db, sock := filepath.Join(dir, "cache.db"), filepath.Join(dir, "sync.sock")
+	args := []string{"--kubeconfig", kubeconfig, "--db", db, "--resource", "cm,namespaces", "-n", ns, "--socket", sock}
+
+	stderr, stop := startSync(t, args...)
+	waitFor(t, "two resources synced", func() bool { return strings.Count(stderr.String(), "synced in") == 2 || strings.Contains(stderr.String(), "error") })
+	t.Logf("sync stderr: %s", stderr.String())
+	if !strings.Contains(stderr.String(), "cm: relisting: the cache file has no resourceVersion for it (cold start)") {
+		t.Errorf("cold start not reported: %q", stderr.String())
+	}
+	live := cachectl(t, "get", "cm", "-n", ns, "--socket", sock, "-o", "name").ok(t)
+	if n := strings.Count(live.stdout, "configmap/"); n != 40 {
+		t.Fatalf("get --socket while syncing: %d configmaps, want 40:\n%s", n, live.stdout)
+	}
+	if code, out := stop(); code != 0 || !strings.Contains(out, "stopping") {
+		t.Fatalf("sync exit %d, stderr %q", code, out)
+	}
+
+	// While it is down.
+	for i := 0; i < 5; i++ {
+		if err := client.CoreV1().ConfigMaps(ns).Delete(ctx, fmt.Sprintf("cm-%02d", i), metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: ns}}
+	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	lists0, _ := cluster.RequestCount(ctx, "LIST", "configmaps")
+
+	stderr, stop = startSync(t, args...)
+	waitFor(t, "warm sync", func() bool { return strings.Count(stderr.String(), "synced in") == 2 })
+	if !strings.Contains(stderr.String(), "cm: resuming watch at resourceVersion") {
+		t.Errorf("warm start not reported: %q", stderr.String())
+	}
+	want, err := client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRVs := map[string]string{}
+	for _, c := range want.Items {
+		wantRVs[c.Name] = c.ResourceVersion
+	}
+	waitFor(t, "cache to converge", func() bool {
+		return sameRVs(getRVs(t, "--socket", sock, ns), wantRVs)
+	})
+	if lists1, _ := cluster.RequestCount(ctx, "LIST", "configmaps"); lists1 != lists0+1 { // +1: our own List above
+		t.Errorf("warm restart made %v LISTs of configmaps", lists1-lists0-1)
+	}
+	if code, out := stop(); code != 0 {
+		t.Fatalf("sync exit %d, stderr %q", code, out)
+	}
+	if got := getRVs(t, "--db", db, ns); !sameRVs(got, wantRVs) {
+		t.Fatalf("get --db after stop: %v, apiserver %v", got, wantRVs)
+	}
+}
+
+func getRVs(t *testing.T, flag, source, ns string) map[string]string {
+	r := cachectl(t, "get", "configmaps", "-n", ns, flag, source, "-o", "json").ok(t)
+	var list struct {
+		Items []struct {
+			Metadata metav1.ObjectMeta `json:"metadata"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil {
+		t.Fatalf("get -o json: %v\n%s", err, r.stdout)
+	}
+	out := map[string]string{}
+	for _, it := range list.Items {
+		out[it.Metadata.Name] = it.Metadata.ResourceVersion
+	}
+	return out
+}
+
+func sameRVs(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestSyncBadInput(t *testing.T) {
+	cachectl(t, "sync", "--resource", "pods").failed(t, 2, "--db PATH is required")
+	cachectl(t, "sync", "--db", "x.db").failed(t, 2, "--resource is required")
+	cachectl(t, "sync", "--db", "x.db", "--resource", "pods", "-l", "a in (b").failed(t, 2, "bad label selector")
+	cachectl(t, "sync", "--db", "x.db", "--resource", "pods", "-n", "a", "-A").failed(t, 2, "mutually exclusive")
+
+	cluster := testcluster.StartT(t)
+	kubeconfig := writeKubeconfig(t, cluster.Config())
+	db := filepath.Join(t.TempDir(), "c.db")
+	cachectl(t, "sync", "--kubeconfig", kubeconfig, "--db", db, "--resource", "nosuchthings").failed(t, 1, `doesn't have a resource type "nosuchthings"`)
+}
