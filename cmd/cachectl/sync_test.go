@@ -115,7 +115,9 @@ func TestSyncAgainstRealAPIServer(t *testing.T) {
 	args := []string{"--kubeconfig", kubeconfig, "--db", db, "--resource", "cm,namespaces", "-n", ns, "--socket", sock}
 
 	stderr, stop := startSync(t, args...)
-	waitFor(t, "two resources synced", func() bool { return strings.Count(stderr.String(), "synced in") == 2 || strings.Contains(stderr.String(), "error") })
+	waitFor(t, "two resources synced", func() bool {
+		return strings.Count(stderr.String(), "synced in") == 2 || strings.Contains(stderr.String(), "error")
+	})
 	t.Logf("sync stderr: %s", stderr.String())
 	if !strings.Contains(stderr.String(), "cm: relisting: the cache file has no resourceVersion for it (cold start)") {
 		t.Errorf("cold start not reported: %q", stderr.String())
