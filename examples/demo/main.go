@@ -22,7 +22,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,7 +34,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/internal/testcluster"
 )
 
@@ -93,10 +91,12 @@ func run() error {
 	}
 	fmt.Printf("    created in %.1fs\n", time.Since(start).Seconds())
 
-	step("building examples/agent")
-	agentBin := filepath.Join(dir, "agent")
-	if out, err := exec.Command("go", "build", "-o", agentBin, "./examples/agent").CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./examples/agent: %v\n%s", err, out)
+	step("building examples/agent and cachectl")
+	agentBin, cachectl := filepath.Join(dir, "agent"), filepath.Join(dir, "cachectl")
+	for bin, pkg := range map[string]string{agentBin: "./examples/agent", cachectl: "./cmd/cachectl"} {
+		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+		}
 	}
 	db := filepath.Join(dir, "agent.db")
 
@@ -155,8 +155,35 @@ func run() error {
 	fmt.Printf("    changes delivered by WATCH:    %v added, %v updated, %v deleted (made: %d, %d, %d)\n",
 		stopped["added"], stopped["updated"], stopped["deleted"], creates, updates, deletes)
 
-	step("querying the cache file")
-	return query(db)
+	step("querying the cache file with cachectl")
+	for _, args := range [][]string{
+		{"info", "--db", db},
+		{"get", "cm", "-n", namespace, "-l", "shard=3", "--sort-by", "{.metadata.name}", "--db", db},
+		{"get", "configmap", name(0), "-n", namespace, "-o", "jsonpath={.metadata.resourceVersion} {.data.version}{\"\\n\"}", "--db", db},
+	} {
+		fmt.Printf("$ cachectl %s\n", strings.Join(quote(args), " "))
+		out, err := exec.Command(cachectl, args...).CombinedOutput()
+		lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+		if len(lines) > 12 {
+			lines = append(lines[:12], fmt.Sprintf("... (%d more lines)", len(lines)-12))
+		}
+		fmt.Println(strings.Join(lines, "\n"))
+		if err != nil {
+			return fmt.Errorf("cachectl %s: %w", args[0], err)
+		}
+	}
+	return nil
+}
+
+func quote(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if strings.ContainsAny(a, " {}\"'") {
+			out[i] = "'" + a + "'"
+		}
+	}
+	return out
 }
 
 type agent struct {
@@ -206,39 +233,6 @@ func (a *agent) wait(event string) (map[string]any, error) {
 			return nil, fmt.Errorf("agent did not report %q within 2 minutes", event)
 		}
 	}
-}
-
-// query opens the cache file read-only, as cachectl does, and shows it.
-func query(path string) error {
-	db, err := boltindexer.OpenDB(path, boltindexer.Options{ReadOnly: true})
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	info, err := db.Info()
-	if err != nil {
-		return err
-	}
-	for _, s := range info.Stores {
-		fmt.Printf("    store %s: %d objects at resourceVersion %s, indexes %v\n", s.Name, s.Objects, s.RV, s.Indexes)
-		st, err := boltindexer.New(db, s.Name, boltindexer.StoreOptions{Object: &v1.ConfigMap{}})
-		if err != nil {
-			return err
-		}
-		keys, err := st.IndexKeys("namespace", namespace)
-		if err != nil {
-			return err
-		}
-		sort.Strings(keys)
-		fmt.Printf("    namespace index %q: %d keys, first %s\n", namespace, len(keys), strings.Join(keys[:3], ", "))
-		obj, ok, err := st.GetByKey(namespace + "/" + name(0))
-		if err != nil || !ok {
-			return fmt.Errorf("get %s: %v %v", name(0), ok, err)
-		}
-		cm := obj.(*v1.ConfigMap)
-		fmt.Printf("    %s/%s: resourceVersion %s, labels %v, data.version %s\n", cm.Namespace, cm.Name, cm.ResourceVersion, cm.Labels, cm.Data["version"])
-	}
-	return nil
 }
 
 func name(i int) string { return fmt.Sprintf("config-%05d", i) }
