@@ -1,0 +1,154 @@
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/boltinformer/boltinformer"
+)
+
+// relistEvents returns the events a diffing relist from the state before
+// to the state after must produce: an update for each object whose RV
+// changed (old RV from disk), a tombstone for each key gone (carrying the
+// stored object), an add for each new key, and nothing for the others.
+func relistEvents(before, after map[string]string) []event {
+	var out []event
+	for k, rv := range after {
+		old, ok := before[k]
+		switch {
+		case !ok:
+			out = append(out, event{typ: "add", key: k, rv: rv})
+		case old != rv:
+			out = append(out, event{typ: "update", key: k, oldRV: old, rv: rv})
+		}
+	}
+	for k, rv := range before {
+		if _, ok := after[k]; !ok {
+			out = append(out, event{typ: "tombstone", key: k, rv: rv})
+		}
+	}
+	return out
+}
+
+// withoutInitial clears the isInInitialList flag of adds: which value a
+// relist's adds carry after a warm start is not specified.
+func withoutInitial(evs []event) []event {
+	out := make([]event, len(evs))
+	for i, e := range evs {
+		e.initial = false
+		out[i] = e
+	}
+	return out
+}
+
+// assertOneRelist fails t unless the informer first tried to resume its
+// WATCH from storedRV and then relisted exactly once (a LIST or a
+// WatchList stream).
+func assertOneRelist(t *testing.T, ri *runningInformer, storedRV string) {
+	t.Helper()
+	calls := ri.lw.Calls()
+	t.Logf("requests: %v", calls)
+	if len(calls) == 0 || calls[0].verb != "WATCH" || calls[0].opts.ResourceVersion != storedRV || calls[0].isWatchList() {
+		t.Fatalf("requests %v; want a WATCH from the stored RV %s first", calls, storedRV)
+	}
+	if n := ri.lw.count(call.isRelist); n != 1 {
+		t.Fatalf("%d relists (LIST or WatchList stream), want exactly 1: %v", n, calls)
+	}
+}
+
+// TestExpiredRVRelist stops an informer, changes objects (deletes among
+// them), and restarts the apiserver, whose watch cache then no longer
+// serves the stored RV: the informer's WATCH gets 410 and it relists once,
+// diffing against the file. Handlers see exactly the differences, deletes
+// as cache.DeletedFinalStateUnknown with the stored object, and nothing
+// for unchanged objects; the file equals the apiserver.
+func TestExpiredRVRelist(t *testing.T) {
+	c := sharedCluster(t)
+	cl := newClient(t, c)
+	ns := newNamespace(t, cl, "e2e-expired")
+	cms := createConfigMaps(t, cl, ns, 0, 150)
+	path := filepath.Join(t.TempDir(), "cache.db")
+
+	startCache(t, cl, path, ns, configMapSpec(boltinformer.InformerOptions{})).stop()
+	stored := readStore(t, path)
+	mutateWhileDown(t, cl, ns, cms, 0, 1000)
+	after := rvs(listObjects(t, cl, "configmaps", ns, metav1.ListOptions{}))
+	restartAPIServer(t, c, cl)
+
+	rc := startCache(t, cl, path, ns, configMapSpec(boltinformer.InformerOptions{DisableReplay: true}))
+	ri := rc.infs[0]
+	sentinel := awaitSentinel(t, cl, ns, 2000, ri.rec)
+	assertOneRelist(t, ri, stored.rv)
+	assertEvents(t, "events of the relist", append(relistEvents(stored.objects, after), sentinel), withoutInitial(ri.rec.Events()))
+	assertSameObjects(t, "cache vs LIST", listObjects(t, cl, "configmaps", ns, metav1.ListOptions{}), storeObjects(ri.Informer))
+	rc.stop()
+}
+
+// TestWatchInterruption restarts the apiserver under a running informer:
+// its watch breaks, it recovers on its own (re-watch, 410, relist) and the
+// changes made after the restart reach the file and the handlers.
+func TestWatchInterruption(t *testing.T) {
+	c := sharedCluster(t)
+	cl := newClient(t, c)
+	ns := newNamespace(t, cl, "e2e-interrupt")
+	cms := createConfigMaps(t, cl, ns, 0, 100)
+
+	rc := startCache(t, cl, filepath.Join(t.TempDir(), "cache.db"), ns, configMapSpec(boltinformer.InformerOptions{}))
+	ri := rc.infs[0]
+	converged := func() string {
+		want := rvs(listObjects(t, cl, "configmaps", ns, metav1.ListOptions{}))
+		if d := diffRVs(want, rvs(storeObjects(ri.Informer))); d != "" {
+			return "cache: " + d
+		}
+		if d := diffRVs(want, ri.rec.view()); d != "" {
+			return "handler: " + d
+		}
+		return ""
+	}
+	before := newMutation()
+	for i := 0; i < 5; i++ {
+		before.update(t, cl, cms[fmt.Sprintf("%s/%s", ns, cmName(i))], "v2")
+	}
+	eventually(t, convergeTimeout, "changes before the restart", converged)
+
+	restartAPIServer(t, c, cl)
+	m := newMutation()
+	var created []*v1.ConfigMap
+	for i := 100; i < 103; i++ {
+		created = append(created, m.create(t, cl, ns, i))
+	}
+	for i := 10; i < 13; i++ {
+		m.update(t, cl, cms[ns+"/"+cmName(i)], "v2")
+	}
+	for i := 20; i < 23; i++ {
+		m.delete(t, cl, cms[ns+"/"+cmName(i)])
+	}
+	m.update(t, cl, created[0], "v2")
+	eventually(t, convergeTimeout, "changes after the restart", converged)
+
+	for k := range m.created {
+		if !ri.rec.seen("add", k, "") {
+			t.Errorf("no add of %s", k)
+		}
+	}
+	for k, rvs := range m.updated {
+		if !ri.rec.seen("update", k, rvs[len(rvs)-1]) && !ri.rec.seen("add", k, rvs[len(rvs)-1]) {
+			t.Errorf("no notification of %s@%s", k, rvs[len(rvs)-1])
+		}
+	}
+	for k := range m.deleted {
+		if !ri.rec.seen("delete", k, "") && !ri.rec.seen("tombstone", k, "") {
+			t.Errorf("no delete of %s", k)
+		}
+	}
+	t.Logf("requests: %v", ri.lw.Calls())
+	if n := ri.lw.watches.Load(); n < 2 {
+		t.Errorf("%d watches opened; the restart should have forced another", n)
+	}
+	assertSameObjects(t, "cache vs LIST", listObjects(t, cl, "configmaps", ns, metav1.ListOptions{}), storeObjects(ri.Informer))
+	rc.stop()
+}
