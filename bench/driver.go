@@ -143,7 +143,11 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	}
 	d := &driver{cfg: cfg, res: &Results{Machine: ReadMachine(), Children: map[string]Result{}, Wire: map[string]WireSizes{}, Real: map[string]RealMetrics{}}}
 	d.work = cfg.WorkDir
-	if d.work == "" {
+	if d.work != "" {
+		if err := os.MkdirAll(d.work, 0o755); err != nil {
+			return nil, err
+		}
+	} else {
 		dir, err := os.MkdirTemp("", "boltinformer-bench-")
 		if err != nil {
 			return nil, err

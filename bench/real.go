@@ -25,10 +25,6 @@ import (
 	"github.com/boltinformer/boltinformer/internal/testcluster"
 )
 
-// errNoCluster marks a kube-apiserver part that could not run here (no
-// binaries): the run goes on without it and says so.
-var errNoCluster = errors.New("kube-apiserver part skipped")
-
 // StormLabel selects the Pods the storm agents cache.
 const StormLabel = "bench.boltinformer.io/storm"
 

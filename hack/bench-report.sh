@@ -15,4 +15,4 @@ mkdir -p bench/out
 bin="$(mktemp -d)"
 trap 'rm -rf "${bin}"' EXIT
 go build -o "${bin}/benchreport" ./bench/cmd/benchreport
-"${bin}/benchreport" -out bench/out "$@" 2> >(grep -v '^[IW][0-9]\{4\} ' >&2)
+"${bin}/benchreport" -out bench/out "$@" 2> >(grep --line-buffered -v '^[IW][0-9]\{4\} ' >&2)
