@@ -152,7 +152,7 @@ func startChild(t *testing.T, env ...string) *child {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := &child{cmd: exec.Command(exe, "-test.run=^$"), lines: make(chan string, 4), stderr: &syncBuffer{}}
+	ch := &child{cmd: exec.Command(exe, "-test.run=^$"), lines: make(chan string, 16), stderr: &syncBuffer{}}
 	ch.cmd.Env = append(os.Environ(), append([]string{childEnv + "=" + crashChildName}, env...)...)
 	ch.cmd.Stderr = ch.stderr
 	out, err := ch.cmd.StdoutPipe()
