@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/internal/fileutil"
 )
 
 // CompactOptions configure Compact.
@@ -54,7 +55,7 @@ func Compact(src, dst string, opts CompactOptions) (rep CompactReport, err error
 	}
 	rep = CompactReport{Src: src, Dst: dst}
 	defer func() { rep.Duration = time.Since(start) }()
-	if dst, err = resolve(dst); err != nil {
+	if dst, err = fileutil.Resolve(dst); err != nil {
 		return rep, err
 	}
 

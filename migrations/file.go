@@ -11,6 +11,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/boltinformer/boltinformer/internal/fileutil"
 )
 
 // Suffixes of the files a run works in, next to the file it migrates.
@@ -19,21 +21,6 @@ const (
 	scratchSuffix = ".migrate-scratch"
 	compactSuffix = ".compact-tmp"
 )
-
-// resolve returns the file a path names, following symbolic links, so
-// that renaming a new file into place replaces the file and not a link to
-// it. A path that does not exist is returned as is.
-func resolve(path string) (string, error) {
-	fi, err := os.Lstat(path)
-	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-		return path, nil
-	}
-	target, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return "", fmt.Errorf("resolve %s: %w", path, err)
-	}
-	return target, nil
-}
 
 // openLocked opens an existing bbolt file with bbolt's lock: exclusive for
 // a writer, shared when readOnly. It never creates the file and opening
@@ -122,20 +109,7 @@ func commitWork(work *bolt.DB, path string, noSync bool) error {
 	if noSync {
 		return nil
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
+	return fileutil.SyncDir(filepath.Dir(path))
 }
 
 func removeIfExists(path string) error {

@@ -10,6 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/internal/fileutil"
 	"github.com/boltinformer/boltinformer/internal/schema"
 	"github.com/boltinformer/boltinformer/migrations/internal/v0"
 )
@@ -157,7 +158,7 @@ func migrate(path string, opts Options, steps []step, current uint64) (rep Repor
 	start := time.Now()
 	rep = Report{Path: path}
 	defer func() { rep.Duration = time.Since(start) }()
-	if path, err = resolve(path); err != nil {
+	if path, err = fileutil.Resolve(path); err != nil {
 		return rep, err
 	}
 	if empty, err := zeroLength(path); err != nil || empty {
@@ -265,7 +266,7 @@ func checkResult(tx *bolt.Tx, want uint64) error {
 // checkFile runs bbolt's structural check and the invariant checks of the
 // schema version the file claims to be.
 func checkFile(tx *bolt.Tx, version uint64) error {
-	if err := boltCheck(tx); err != nil {
+	if err := fileutil.BoltCheck(tx); err != nil {
 		return err
 	}
 	switch version {
@@ -275,23 +276,6 @@ func checkFile(tx *bolt.Tx, version uint64) error {
 		}
 	case 0:
 		return v0.Check(tx)
-	}
-	return nil
-}
-
-// boltCheck runs bbolt's page-level check to the end (its goroutine
-// blocks until the channel is drained) and returns the first error.
-func boltCheck(tx *bolt.Tx) error {
-	var first error
-	n := 0
-	for err := range tx.Check() {
-		if first == nil {
-			first = err
-		}
-		n++
-	}
-	if first != nil {
-		return fmt.Errorf("bbolt: %d error(s), first: %w", n, first)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/internal/fileutil"
 	"github.com/boltinformer/boltinformer/internal/schema"
 )
 
@@ -60,7 +61,7 @@ func Restore(snapshotPath, dbPath string, opts RestoreOptions) (Header, error) {
 		return Header{}, fmt.Errorf("restore %s: %w: snapshot is schema v%d, this build supports up to v%d",
 			snapshotPath, ErrNewerSchema, hdr.SchemaVersion, schema.Version)
 	}
-	if dbPath, err = resolve(dbPath); err != nil {
+	if dbPath, err = fileutil.Resolve(dbPath); err != nil {
 		return Header{}, err
 	}
 	release, err := claimDestination(dbPath, opts.Force, opts.LockTimeout)
@@ -80,7 +81,7 @@ func Restore(snapshotPath, dbPath string, opts RestoreOptions) (Header, error) {
 	}
 	err = os.Rename(tmp, dbPath)
 	if err == nil && !opts.NoSync {
-		err = syncDir(filepath.Dir(dbPath))
+		err = fileutil.SyncDir(filepath.Dir(dbPath))
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
@@ -121,7 +122,7 @@ func checkRestored(path string, hdr Header) error {
 	}
 	defer db.Close()
 	return db.View(func(tx *bolt.Tx) error {
-		if err := boltCheck(tx); err != nil {
+		if err := fileutil.BoltCheck(tx); err != nil {
 			return fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
 		}
 		if hdr.SchemaVersion != schema.Version {
@@ -187,21 +188,4 @@ func claimDestination(path string, force bool, timeout time.Duration) (release f
 	}
 	// Not a bbolt file: nobody can be using it as a cache.
 	return func() {}, nil
-}
-
-// boltCheck runs bbolt's page-level check to the end (its goroutine
-// blocks until the channel is drained) and returns the first error.
-func boltCheck(tx *bolt.Tx) error {
-	var first error
-	n := 0
-	for err := range tx.Check() {
-		if first == nil {
-			first = err
-		}
-		n++
-	}
-	if first != nil {
-		return fmt.Errorf("bbolt: %d error(s), first: %w", n, first)
-	}
-	return nil
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -15,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/internal/fileutil"
 )
 
 // SaveOptions configure Save and SaveTo.
@@ -86,7 +86,7 @@ func saveTo(ctx context.Context, db *boltindexer.DB, w io.Writer, opts SaveOptio
 // replaced. A crash can leave a "<path>.tmp-*" file behind, which is safe
 // to delete. The file is created with mode 0600: it holds the whole cache.
 func Save(ctx context.Context, db *boltindexer.DB, path string, opts SaveOptions) (Header, error) {
-	path, err := resolve(path)
+	path, err := fileutil.Resolve(path)
 	if err != nil {
 		return Header{}, err
 	}
@@ -100,7 +100,7 @@ func Save(ctx context.Context, db *boltindexer.DB, path string, opts SaveOptions
 		err = os.Rename(tmp, path)
 	}
 	if err == nil && !opts.NoSync {
-		err = syncDir(filepath.Dir(path))
+		err = fileutil.SyncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
@@ -137,32 +137,4 @@ func (c *ctxWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return c.w.Write(p)
-}
-
-// resolve returns the file a path names, following symbolic links, so
-// that renaming a new file into place replaces the file and not a link to
-// it. A path that does not exist is returned as is.
-func resolve(path string) (string, error) {
-	fi, err := os.Lstat(path)
-	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-		return path, nil
-	}
-	target, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return "", fmt.Errorf("resolve %s: %w", path, err)
-	}
-	return target, nil
-}
-
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
 }
