@@ -368,7 +368,15 @@ func runSync(ctx context.Context, spec Spec) (Result, error) {
 			return res, err
 		}
 	}
-	return res, u.Close()
+	if err := u.Close(); err != nil {
+		return res, err
+	}
+	if spec.Scenario == ScenarioIngest && u.bolt != nil {
+		if res.Ingest.Store, err = storeIngest(spec.DB, res.Objects, max(spec.Namespaces, 1), spec.IngestEvents, boltinformer.DefaultBatchSize); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
 }
 
 // relist makes the informer relist (the fake expires its watches, or the

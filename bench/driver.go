@@ -241,7 +241,7 @@ func (d *driver) runFake(ctx context.Context, n int, first bool) error {
 			name := childName("ingest", "fake", n, impl)
 			d.progress("%s (%d events)", name, d.cfg.IngestEvents)
 			_, err := d.child(ctx, name, Spec{
-				Scenario: ScenarioIngest, Impl: impl, Target: target, Control: srv.URL(), SkipMemory: false,
+				Scenario: ScenarioIngest, Impl: impl, Target: target, Control: srv.URL(), Namespaces: d.cfg.Namespaces,
 				ExpectAdds: n, IngestEvents: d.cfg.IngestEvents, DB: filepath.Join(d.work, fmt.Sprintf("ingest-%d.db", n)),
 			})
 			if err != nil {

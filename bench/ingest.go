@@ -10,6 +10,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
 )
 
 // IngestResult is the sustained rate of watch events an informer applied.
@@ -26,6 +29,56 @@ type IngestResult struct {
 	MeanBatch float64 `json:"meanBatch,omitempty"`
 	CommitP50 float64 `json:"commitP50,omitempty"`
 	CommitP99 float64 `json:"commitP99,omitempty"`
+	// Store is boltinformer's write path alone: the same updates, already
+	// decoded, applied with Store.Apply in batches (no watch decode).
+	Store *StoreIngest `json:"store,omitempty"`
+}
+
+// StoreIngest is Store.Apply's rate and exact per-batch latencies.
+type StoreIngest struct {
+	Events          int     `json:"events"`
+	BatchSize       int     `json:"batchSize"`
+	EventsPerSecond float64 `json:"eventsPerSecond"`
+	P50             float64 `json:"p50"`
+	P99             float64 `json:"p99"`
+}
+
+// storeIngest applies events updates to the store in db (closed by its
+// informer first) in batches of batch, fsync on, as the informer's commit
+// does, and times each Apply.
+func storeIngest(db string, n, namespaces, events, batch int) (*StoreIngest, error) {
+	s, err := boltindexer.Open(db, "Pod.v1", boltindexer.Options{}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	rvs, err := s.ResourceVersion()
+	if err != nil {
+		return nil, err
+	}
+	base, err := strconv.ParseInt(rvs, 10, 64)
+	if err != nil {
+		return nil, err
+	}
+	pods := make([]boltindexer.Op, events)
+	for j := range pods {
+		idx := int((int64(j) * 7919) % int64(n))
+		pods[j] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: Pod(idx, namespaces, base+int64(j)+1)}
+	}
+	lat := make([]float64, 0, events/batch+1)
+	start := time.Now()
+	for i := 0; i < len(pods); i += batch {
+		ops := pods[i:min(i+batch, len(pods))]
+		t := time.Now()
+		if _, err := s.Apply(ops, strconv.FormatInt(base+int64(i+len(ops)), 10)); err != nil {
+			return nil, err
+		}
+		lat = append(lat, time.Since(t).Seconds())
+	}
+	total := time.Since(start).Seconds()
+	sort.Float64s(lat)
+	q := func(p float64) float64 { return lat[min(int(p*float64(len(lat))), len(lat)-1)] }
+	return &StoreIngest{Events: events, BatchSize: batch, EventsPerSecond: float64(events) / total, P50: q(0.5), P99: q(0.99)}, nil
 }
 
 // ingest has the fake encode spec.IngestEvents updates, publishes them at

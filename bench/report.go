@@ -195,6 +195,18 @@ func Rows(res *Results) []Row {
 		add(r)
 		r.Metric, r.Value = "batch apply+commit latency p99", bi.Ingest.CommitP99
 		add(r)
+		if st := bi.Ingest.Store; st != nil {
+			r = Row{Scenario: base.Scenario, N: n, Source: "fake", Ref: "client-go (memory only)", Unit: unitPerSec}
+			r.Metric = fmt.Sprintf("Store.Apply alone (decoded objects, batches of %d), events/s", st.BatchSize)
+			r.RefValue, r.Value = cg.Ingest.EventsPerSecond, st.EventsPerSecond
+			r.Target, r.Check = "≥ 20k/s", valueAtLeast(20000)
+			add(r)
+			r = Row{Scenario: base.Scenario, N: n, Source: "fake", Ref: "-", Unit: unitSeconds}
+			r.Metric, r.Value = "Store.Apply latency per batch p50", st.P50
+			add(r)
+			r.Metric, r.Value = "Store.Apply latency per batch p99", st.P99
+			add(r)
+		}
 	}
 
 	// 6: reads.
