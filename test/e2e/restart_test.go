@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // relistEvents returns the events a diffing relist from the state before
@@ -60,31 +61,44 @@ func assertOneRelist(t *testing.T, ri *runningInformer, storedRV string) {
 	}
 }
 
-// TestExpiredRVRelist stops an informer, changes objects (deletes among
+// TestExpiredRVRelist stops two informers, changes objects (deletes among
 // them), and restarts the apiserver, whose watch cache then no longer
-// serves the stored RV: the informer's WATCH gets 410 and it relists once,
-// diffing against the file. Handlers see exactly the differences, deletes
-// as cache.DeletedFinalStateUnknown with the stored object, and nothing
-// for unchanged objects; the file equals the apiserver.
+// serves their stored RVs: each informer's WATCH gets 410 and it relists
+// once, diffing against the file, one through a WatchList stream (client-go's
+// default), the other through paged LISTs. Handlers see exactly the
+// differences, deletes as cache.DeletedFinalStateUnknown with the stored
+// object, and nothing for unchanged objects; the stores equal the apiserver.
 func TestExpiredRVRelist(t *testing.T) {
 	c := sharedCluster(t)
 	cl := newClient(t, c)
 	ns := newNamespace(t, cl, "e2e-expired")
 	cms := createConfigMaps(t, cl, ns, 0, 150)
 	path := filepath.Join(t.TempDir(), "cache.db")
+	const pagedStore, pageSize = "ConfigMap.v1.paged", 40
+	specs := func(opts boltinformer.InformerOptions) []informerSpec {
+		paged := opts
+		paged.StoreName, paged.WatchList, paged.PageSize = pagedStore, reflector.WatchListOff, pageSize
+		return []informerSpec{configMapSpec(opts), configMapSpec(paged)}
+	}
 
-	startCache(t, cl, path, ns, configMapSpec(boltinformer.InformerOptions{})).stop()
-	stored := readStore(t, path)
+	startCache(t, cl, path, ns, specs(boltinformer.InformerOptions{})...).stop()
+	stored := []storedState{readStore(t, path), readStore(t, path, pagedStore)}
 	mutateWhileDown(t, cl, ns, cms, 0, 1000)
 	after := rvs(listObjects(t, cl, "configmaps", ns, metav1.ListOptions{}))
 	restartAPIServer(t, c, cl)
 
-	rc := startCache(t, cl, path, ns, configMapSpec(boltinformer.InformerOptions{DisableReplay: true}))
-	ri := rc.infs[0]
-	sentinel := awaitSentinel(t, cl, ns, 2000, ri.rec)
-	assertOneRelist(t, ri, stored.rv)
-	assertEvents(t, "events of the relist", append(relistEvents(stored.objects, after), sentinel), withoutInitial(ri.rec.Events()))
-	assertSameObjects(t, "cache vs LIST", listObjects(t, cl, "configmaps", ns, metav1.ListOptions{}), storeObjects(ri.Informer))
+	rc := startCache(t, cl, path, ns, specs(boltinformer.InformerOptions{DisableReplay: true})...)
+	sentinel := awaitSentinel(t, cl, ns, 2000, rc.infs[0].rec, rc.infs[1].rec)
+	for i, ri := range rc.infs {
+		t.Logf("store %s", ri.Name())
+		assertOneRelist(t, ri, stored[i].rv)
+		assertEvents(t, ri.Name()+": events of the relist", append(relistEvents(stored[i].objects, after), sentinel), withoutInitial(ri.rec.Events()))
+		assertSameObjects(t, ri.Name()+": cache vs LIST", listObjects(t, cl, "configmaps", ns, metav1.ListOptions{}), storeObjects(ri.Informer))
+	}
+	pages := rc.infs[1].lw.count(func(c call) bool { return c.verb == "LIST" })
+	if want := (len(after) + pageSize - 1) / pageSize; pages < want || rc.infs[1].lw.count(call.isWatchList) != 0 {
+		t.Fatalf("the paged relist of %d objects made %d LISTs, want at least %d pages and no WatchList", len(after), pages, want)
+	}
 	rc.stop()
 }
 

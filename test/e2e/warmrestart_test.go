@@ -78,18 +78,21 @@ func mutateWhileDown(t *testing.T, cl *client, ns string, cms map[string]*v1.Con
 	return m
 }
 
-// awaitSentinel creates one more ConfigMap and waits until rec has seen its
-// add. A watch delivers events in RV order, so every event of the changes
-// made before it has then been seen: nothing more can be on its way.
-func awaitSentinel(t *testing.T, cl *client, ns string, i int, rec *recorder) event {
+// awaitSentinel creates one more ConfigMap and waits until every recorder
+// has seen its add. A watch delivers events in RV order, so every event of
+// the changes made before it has then been seen: nothing more can be on
+// its way.
+func awaitSentinel(t *testing.T, cl *client, ns string, i int, recs ...*recorder) event {
 	t.Helper()
 	cm := newMutation().create(t, cl, ns, i)
 	key := ns + "/" + cm.Name
 	eventually(t, convergeTimeout, "the sentinel's add", func() string {
-		if rec.seen("add", key, cm.ResourceVersion) {
-			return ""
+		for j, rec := range recs {
+			if !rec.seen("add", key, cm.ResourceVersion) {
+				return fmt.Sprintf("handler %d: %d events so far", j, len(rec.Events()))
+			}
 		}
-		return fmt.Sprintf("%d events so far", len(rec.Events()))
+		return ""
 	})
 	return event{typ: "add", key: key, rv: cm.ResourceVersion}
 }
@@ -181,11 +184,15 @@ type storedState struct {
 	objects map[string]string // key → RV
 }
 
-// readStore opens the closed file at path read-only and reads the
-// ConfigMap store's RV and objects.
-func readStore(t *testing.T, path string) storedState {
+// readStore opens the closed file at path read-only and reads the RV and
+// objects of its ConfigMap store, named name or by default "ConfigMap.v1".
+func readStore(t *testing.T, path string, name ...string) storedState {
 	t.Helper()
-	st := openReadOnly(t, path, "ConfigMap.v1", &v1.ConfigMap{})
+	store := "ConfigMap.v1"
+	if len(name) > 0 {
+		store = name[0]
+	}
+	st := openReadOnly(t, path, store, &v1.ConfigMap{})
 	defer st.Close()
 	rv, err := st.ResourceVersion()
 	if err != nil {
