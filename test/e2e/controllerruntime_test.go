@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+)
+
+// reconciledAnnotation is set by the test's reconciler to the ConfigMap's
+// data["version"].
+const reconciledAnnotation = "e2e.boltinformer.io/reconciled"
+
+// TestControllerRuntimeManager runs a real controller-runtime manager whose
+// informers are boltinformer's (cache.Options.NewInformer), with a
+// reconciler that reads ConfigMaps through the manager's cached client
+// (from the cache file) and annotates them with their data's version. Objects
+// created before and after the manager started, and later updates, are
+// all reconciled, and the file holds the annotated objects.
+func TestControllerRuntimeManager(t *testing.T) {
+	c := sharedCluster(t)
+	cl := newClient(t, c)
+	ns := newNamespace(t, cl, "e2e-ctrl")
+	cms := createConfigMaps(t, cl, ns, 0, 20)
+	ctrllog.SetLogger(klog.Background())
+
+	path := filepath.Join(t.TempDir(), "cache.db")
+	bc, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex // guards scoped and made
+	var scoped []schema.GroupVersionKind
+	var made []toolscache.SharedIndexInformer
+	newInformer := bc.NewInformerFunc(boltinformer.ControllerRuntimeOptions{
+		Scope: func(gvk schema.GroupVersionKind) boltinformer.Scope {
+			mu.Lock()
+			scoped = append(scoped, gvk)
+			mu.Unlock()
+			return boltinformer.Scope{Namespace: ns}
+		},
+	})
+	mgr, err := manager.New(c.Config(), manager.Options{
+		Cache: crcache.Options{
+			DefaultNamespaces: map[string]crcache.Config{ns: {}},
+			NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+				inf := newInformer(lw, obj, resync, idx)
+				mu.Lock()
+				made = append(made, inf)
+				mu.Unlock()
+				return inf
+			},
+		},
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		LeaderElection:         false,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads atomic.Int64
+	reconciler := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		var cm v1.ConfigMap
+		if err := mgr.GetClient().Get(ctx, req.NamespacedName, &cm); err != nil {
+			return reconcile.Result{}, crclient.IgnoreNotFound(err)
+		}
+		reads.Add(1)
+		if cm.Annotations[reconciledAnnotation] == cm.Data["version"] {
+			return reconcile.Result{}, nil
+		}
+		if cm.Annotations == nil {
+			cm.Annotations = map[string]string{}
+		}
+		cm.Annotations[reconciledAnnotation] = cm.Data["version"]
+		return reconcile.Result{}, mgr.GetClient().Update(ctx, &cm)
+	})
+	if err := builder.ControllerManagedBy(mgr).For(&v1.ConfigMap{}).Named("e2e-" + ns).Complete(reconciler); err != nil {
+		t.Fatal(err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	stopped := false
+	stop := func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}
+	t.Cleanup(stop)
+	syncCtx, syncCancel := context.WithTimeout(ctx, syncTimeout)
+	defer syncCancel()
+	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
+		t.Fatal("the manager's cache did not sync")
+	}
+
+	for k, cm := range createConfigMaps(t, cl, ns, 20, 40) {
+		cms[k] = cm
+	}
+	reconciled := func() string {
+		var pending []string
+		for _, cm := range listObjects(t, cl, "configmaps", ns, metav1.ListOptions{}) {
+			cm := cm.(*v1.ConfigMap)
+			if cm.Annotations[reconciledAnnotation] != cm.Data["version"] {
+				pending = append(pending, cm.Name)
+			}
+		}
+		if len(pending) > 0 {
+			return fmt.Sprintf("%d not reconciled: %s", len(pending), head(pending))
+		}
+		return ""
+	}
+	eventually(t, convergeTimeout, "every ConfigMap to be reconciled", reconciled)
+	m := newMutation()
+	for i := 0; i < 5; i++ {
+		cm, err := cl.CoreV1().ConfigMaps(ns).Get(ctx, cmName(i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.update(t, cl, cm, "v2")
+	}
+	eventually(t, convergeTimeout, "the updated ConfigMaps to be reconciled", reconciled)
+
+	mu.Lock()
+	infs := append([]toolscache.SharedIndexInformer(nil), made...)
+	scopes := append([]schema.GroupVersionKind(nil), scoped...)
+	mu.Unlock()
+	if len(infs) != 1 || len(scopes) != 1 || scopes[0] != v1.SchemeGroupVersion.WithKind("ConfigMap") {
+		t.Fatalf("the manager made %d informers, Scope was asked for %v; want one, for ConfigMaps", len(infs), scopes)
+	}
+	ours, ok := infs[0].(*boltinformer.Informer)
+	if !ok {
+		t.Fatalf("the manager's informer is a %T, not boltinformer's", infs[0])
+	}
+	want := listObjects(t, cl, "configmaps", ns, metav1.ListOptions{})
+	eventually(t, convergeTimeout, "the file to hold the reconciled objects", func() string {
+		return diffRVs(rvs(want), rvs(storeObjects(ours)))
+	})
+	assertSameObjects(t, "cache file vs LIST", want, storeObjects(ours))
+	if reads.Load() == 0 {
+		t.Fatal("the reconciler never read an object")
+	}
+	t.Logf("the reconciler read %d objects through the cached client", reads.Load())
+
+	stop()
+	boltindexertest.Verify(t, ours.Store())
+	if err := bc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	boltindexertest.CheckFile(t, path)
+}
