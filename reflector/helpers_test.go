@@ -75,6 +75,9 @@ func startWith(t *testing.T, opts reflector.Options, s setup) *harness {
 	h.lw.WatchListUnsupported = s.watchListUnsupported
 	opts.Clock = h.clock
 	opts.Metrics = h.metrics
+	if opts.WatchEstablishedAfter == 0 {
+		opts.WatchEstablishedAfter = -1 // at once; TestWatchEstablishedOnlyWithoutAnEarlyError tests the grace
+	}
 	opts.WatchErrorHandler = func(ctx context.Context, r *reflector.Reflector, err error) {
 		h.mu.Lock()
 		h.errs = append(h.errs, err)

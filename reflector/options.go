@@ -20,6 +20,10 @@ const (
 	DefaultBackoffFactor   = 2.0
 	DefaultBackoffJitter   = 1.0
 	DefaultBackoffReset    = 2 * time.Minute
+	// DefaultWatchEstablishedAfter is how long an accepted watch must run
+	// without an ERROR event to count as established. An apiserver reports a
+	// too old RV as the stream's first event within milliseconds.
+	DefaultWatchEstablishedAfter = 100 * time.Millisecond
 )
 
 // WatchListMode chooses how a relist gets its snapshot.
@@ -92,12 +96,17 @@ type Options struct {
 	// Metrics receives counts; nil means none.
 	Metrics Metrics
 	// OnWatchEstablished is called with rv each time a watch from rv is
-	// accepted, and when a WatchList stream reaches its initial-events-end
+	// established, and when a WatchList stream reaches its initial-events-end
 	// bookmark at rv. It runs on the reflector's goroutine and must not block.
-	// Accepted means the apiserver answered the WATCH: a 410 may still arrive
-	// as its first event (the apiserver reports a too old RV that way) and
-	// turn into a relist.
+	// Established means the apiserver answered the WATCH and then sent an
+	// event that is not an error, or no error within WatchEstablishedAfter:
+	// the apiserver answers a WATCH from a too old RV with 200 and reports
+	// the 410 as the stream's first event, at once.
 	OnWatchEstablished func(rv string)
+	// WatchEstablishedAfter is how long an accepted watch must go without an
+	// ERROR event before it counts as established. Zero means
+	// DefaultWatchEstablishedAfter; a negative value means at once.
+	WatchEstablishedAfter time.Duration
 	// WatchErrorHandler is called with every error that ends a list or watch
 	// attempt. Defaults to DefaultWatchErrorHandler.
 	WatchErrorHandler WatchErrorHandler

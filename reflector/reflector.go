@@ -49,6 +49,7 @@ type Reflector struct {
 	logger             *klog.Logger
 	metrics            Metrics
 	onWatchEstablished func(rv string)
+	establishedAfter   time.Duration
 	watchErrorHandler  WatchErrorHandler
 
 	// started turns true at the first Run.
@@ -91,6 +92,7 @@ func newReflector(lw cache.ListerWatcherWithContext, client any, expectedType ru
 		logger:             opts.Logger,
 		metrics:            opts.Metrics,
 		onWatchEstablished: opts.OnWatchEstablished,
+		establishedAfter:   opts.WatchEstablishedAfter,
 		watchErrorHandler:  opts.WatchErrorHandler,
 		lastSyncRV:         opts.StartRV,
 	}
@@ -128,6 +130,9 @@ func newReflector(lw cache.ListerWatcherWithContext, client any, expectedType ru
 	r.backoff = newBackoff(r.clock, b, reset)
 	if r.metrics == nil {
 		r.metrics = NoopMetrics{}
+	}
+	if r.establishedAfter == 0 {
+		r.establishedAfter = DefaultWatchEstablishedAfter
 	}
 	if r.onWatchEstablished == nil {
 		r.onWatchEstablished = func(string) {}

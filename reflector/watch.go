@@ -53,12 +53,14 @@ func (r *Reflector) watch(ctx context.Context, resumed watchStream, afterRelist 
 		continued := w != nil
 		rv := r.LastSyncResourceVersion()
 		var err error
+		var established func()
 		if w == nil {
 			w, err = r.startWatch(ctx, rv, !afterRelist)
 			afterRelist = false
+			established = func() { r.onWatchEstablished(rv) }
 		}
 		if err == nil {
-			err = r.consumeWatch(ctx, w, start, !isColdResourceVersion(rv), continued)
+			err = r.consumeWatch(ctx, w, start, !isColdResourceVersion(rv), continued, established)
 		}
 		w = nil
 		switch {
@@ -79,8 +81,8 @@ func (r *Reflector) watch(ctx context.Context, resumed watchStream, afterRelist 
 	}
 }
 
-// startWatch opens a watch from rv and, once the apiserver accepts it, calls
-// OnWatchEstablished. resume says rv did not come from a relist just done.
+// startWatch opens a watch from rv. resume says rv did not come from a
+// relist just done. consumeWatch decides when the watch is established.
 func (r *Reflector) startWatch(ctx context.Context, rv string, resume bool) (watch.Interface, error) {
 	opts := metav1.ListOptions{
 		ResourceVersion: rv,
@@ -98,7 +100,6 @@ func (r *Reflector) startWatch(ctx context.Context, rv string, resume bool) (wat
 	if resume {
 		r.metrics.WatchResumed()
 	}
-	r.onWatchEstablished(rv)
 	return w, nil
 }
 
@@ -107,13 +108,34 @@ func (r *Reflector) startWatch(ctx context.Context, rv string, resume bool) (wat
 // normally. propagateRV says whether an ADDED event's RV may be taken as
 // progress: a watch from "" or "0" starts with synthetic ADDED events in no RV
 // order, so only a later event of another type moves the RV.
-func (r *Reflector) consumeWatch(ctx context.Context, w watch.Interface, start time.Time, propagateRV, continued bool) error {
+//
+// established, when not nil, is called once the watch is established: at its
+// first event that is not an error, or after WatchEstablishedAfter without
+// one. A 410 as the first event therefore never counts as established.
+func (r *Reflector) consumeWatch(ctx context.Context, w watch.Interface, start time.Time, propagateRV, continued bool, established func()) error {
 	defer w.Stop()
+	var graceC <-chan time.Time
+	if established != nil {
+		if r.establishedAfter <= 0 {
+			established()
+			established = nil
+		} else {
+			graceC = r.clock.After(r.establishedAfter)
+		}
+	}
+	establish := func() {
+		if established != nil {
+			established()
+			established, graceC = nil, nil
+		}
+	}
 	events := 0
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-graceC:
+			establish()
 		case event, ok := <-w.ResultChan():
 			if !ok {
 				if !continued && events == 0 && r.clock.Since(start) < veryShortWatch {
@@ -125,6 +147,7 @@ func (r *Reflector) consumeWatch(ctx context.Context, w watch.Interface, start t
 			if event.Type == watch.Error {
 				return apierrors.FromObject(event.Object)
 			}
+			establish()
 			if !r.accepts(ctx, event.Object) {
 				continue
 			}

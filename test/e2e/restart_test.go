@@ -88,6 +88,13 @@ func TestExpiredRVRelist(t *testing.T) {
 	restartAPIServer(t, c, cl)
 
 	rc := startCache(t, cl, path, ns, specs(boltinformer.InformerOptions{DisableReplay: true})...)
+	// The apiserver accepted each WATCH and sent 410 as its first event: that
+	// watch was never established, so HasSynced waited for the relist.
+	for _, ri := range rc.infs {
+		if d := diffRVs(after, rvs(storeObjects(ri.Informer))); d != "" {
+			t.Fatalf("%s synced before its relist landed: %s", ri.Name(), d)
+		}
+	}
 	sentinel := awaitSentinel(t, cl, ns, 2000, rc.infs[0].rec, rc.infs[1].rec)
 	for i, ri := range rc.infs {
 		t.Logf("store %s", ri.Name())
