@@ -64,6 +64,10 @@ func Restore(snapshotPath, dbPath string, opts RestoreOptions) (Header, error) {
 	if dbPath, err = fileutil.Resolve(dbPath); err != nil {
 		return Header{}, err
 	}
+	// A node seeded from a peer's snapshot may not have the cache's directory yet.
+	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
+		return Header{}, fmt.Errorf("restore %s to %s: %w", snapshotPath, dbPath, err)
+	}
 	release, err := claimDestination(dbPath, opts.Force, opts.LockTimeout)
 	if err != nil {
 		return Header{}, fmt.Errorf("restore %s to %s: %w", snapshotPath, dbPath, err)

@@ -59,7 +59,7 @@ func TestStatus(t *testing.T) {
 func TestRestoreOpensWarm(t *testing.T) {
 	dir := t.TempDir()
 	snap, hdr := savedSnapshot(t, dir, 80)
-	dst := filepath.Join(dir, "restored.db")
+	dst := filepath.Join(dir, "new-node", "cache", "restored.db") // directories a new node does not have yet
 	got, err := snapshot.Restore(snap, dst, snapshot.RestoreOptions{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
