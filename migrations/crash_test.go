@@ -106,9 +106,6 @@ func crashChild(t *testing.T, role, path string, rng *rand.Rand, maxDelay time.D
 }
 
 func TestCrashDuringMigration(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash test")
-	}
 	stores := v0Stores(300)
 	fixture := filepath.Join(t.TempDir(), "v0.db")
 	writeV0(t, fixture, stores...)
@@ -143,9 +140,6 @@ func TestCrashDuringMigration(t *testing.T) {
 }
 
 func TestCrashDuringCompaction(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash test")
-	}
 	fixture := filepath.Join(t.TempDir(), "fragmented.db")
 	verifyV1(t, fixture, fragmentedFile(t, fixture, 1000, 800))
 	orig := dump(t, fixture)

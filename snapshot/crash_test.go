@@ -134,9 +134,6 @@ func checkCacheFile(t testing.TB, path string) {
 }
 
 func TestCrashDuringSave(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash test")
-	}
 	for seed := uint64(1); seed <= 3; seed++ {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 8))
@@ -160,9 +157,6 @@ func TestCrashDuringSave(t *testing.T) {
 }
 
 func TestCrashDuringRestore(t *testing.T) {
-	if testing.Short() {
-		t.Skip("crash test")
-	}
 	dir := t.TempDir()
 	// Two snapshots of different content: A with 100 pods per store, B with 200.
 	snaps := make([]string, 2)
