@@ -65,6 +65,9 @@ type Spec struct {
 	LabelSelector string `json:"labelSelector,omitempty"`
 	HotCacheBytes int64  `json:"hotCacheBytes,omitempty"`
 	DisableReplay bool   `json:"disableReplay,omitempty"`
+	// PageSize and BatchSize override boltinformer's defaults (0: keep).
+	PageSize  int64 `json:"pageSize,omitempty"`
+	BatchSize int   `json:"batchSize,omitempty"`
 	// SkipMemory skips the steady-state measurement (storm agents).
 	SkipMemory bool `json:"skipMemory,omitempty"`
 	// RelistChange > 0 expires every watch on the fake after the steady
@@ -243,6 +246,8 @@ func startInformer(ctx context.Context, spec Spec, lw cache.ListerWatcher, h cac
 			Indexers:      podIndexers(),
 			HotCacheBytes: spec.HotCacheBytes,
 			DisableReplay: spec.DisableReplay,
+			PageSize:      spec.PageSize,
+			BatchSize:     spec.BatchSize,
 		})
 		if err != nil {
 			_ = c.Close()

@@ -36,6 +36,9 @@ type Config struct {
 	ReadN         int
 	ReadBenchTime time.Duration
 	ReadCount     int
+	// Repeat is how often the warm restart and its client-go reference run
+	// (default 3; the report takes the medians).
+	Repeat int
 	// StormAgents agent processes, each an informer on StormObjects Pods
 	// (selected by a label), restart at once against kube-apiserver.
 	StormAgents  int
@@ -76,6 +79,9 @@ func (c *Config) defaults() error {
 	}
 	if c.ReadBenchTime <= 0 {
 		c.ReadBenchTime = time.Second
+	}
+	if c.Repeat <= 0 {
+		c.Repeat = 3
 	}
 	if c.StormAgents <= 0 {
 		c.StormAgents = 20

@@ -31,6 +31,8 @@ func main() {
 	flag.StringVar(&s.LabelSelector, "l", "", "label selector")
 	flag.Int64Var(&s.HotCacheBytes, "hot-cache-bytes", 0, "boltinformer's hot-object cache size")
 	flag.BoolVar(&s.DisableReplay, "disable-replay", false, "boltinformer: no warm-start replay")
+	flag.Int64Var(&s.PageSize, "page-size", 0, "boltinformer: relist page size (0: default)")
+	flag.IntVar(&s.BatchSize, "batch-size", 0, "boltinformer: deltas per transaction (0: default)")
 	flag.IntVar(&s.RelistChange, "relist-change", 0, "fake only: after the steady state, expire every watch and change this many objects")
 	flag.Int64Var(&s.WaitRV, "wait-rv", 0, "after HasSynced, wait for an object at this resourceVersion")
 	flag.IntVar(&s.IngestEvents, "ingest-events", 10000, "ingest: events the fake streams")

@@ -38,6 +38,7 @@ func main() {
 	flag.IntVar(&cfg.ReadN, "read-n", 10000, "object count of the read benchmarks, 0 to skip them")
 	flag.DurationVar(&cfg.ReadBenchTime, "read-benchtime", time.Second, "benchtime of each read benchmark")
 	flag.IntVar(&cfg.ReadCount, "read-count", 3, "runs of each read benchmark (the median is reported)")
+	flag.IntVar(&cfg.Repeat, "repeat", 3, "runs of the warm restart and of its client-go reference (medians reported)")
 	flag.IntVar(&cfg.StormAgents, "storm-agents", 20, "agent processes of the restart storm")
 	flag.IntVar(&cfg.StormObjects, "storm-objects", 1000, "Pods each storm agent caches")
 	flag.BoolVar(&cfg.JSON, "json", false, "clients ask for JSON instead of protobuf")
