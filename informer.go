@@ -63,6 +63,13 @@ type InformerOptions struct {
 	WatchList reflector.WatchListMode
 	// BatchSize is the most deltas one bbolt transaction applies.
 	BatchSize int
+	// WatchEstablishedAfter is how long a WATCH resumed from the stored
+	// resourceVersion must run without an ERROR event before HasSynced turns
+	// true (an apiserver accepts a WATCH from an expired resourceVersion and
+	// sends 410 as its first event). Zero means
+	// reflector.DefaultWatchEstablishedAfter; raise it on a heavily loaded
+	// apiserver.
+	WatchEstablishedAfter time.Duration
 
 	// Clock drives resync and backoff; clock.RealClock if nil.
 	Clock clock.WithTicker
@@ -428,16 +435,17 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 		BatchSize:             inf.opts.BatchSize,
 	})
 	refl := reflector.New(inf.lw, inf.objType, queue, reflector.Options{
-		Name:               inf.name,
-		StartRV:            rv,
-		MustRelist:         relisting,
-		PageSize:           inf.opts.PageSize,
-		WatchList:          inf.opts.WatchList,
-		Clock:              inf.clock,
-		Logger:             &logger,
-		Metrics:            reflectorMetrics{inf},
-		WatchErrorHandler:  inf.watchErrorHandler,
-		OnWatchEstablished: func(string) { inf.markSyncedIfWarm(warm) },
+		Name:                  inf.name,
+		StartRV:               rv,
+		MustRelist:            relisting,
+		PageSize:              inf.opts.PageSize,
+		WatchList:             inf.opts.WatchList,
+		Clock:                 inf.clock,
+		Logger:                &logger,
+		Metrics:               reflectorMetrics{inf},
+		WatchErrorHandler:     inf.watchErrorHandler,
+		OnWatchEstablished:    func(string) { inf.markSyncedIfWarm(warm) },
+		WatchEstablishedAfter: inf.opts.WatchEstablishedAfter,
 	})
 	inf.refl = refl
 	inf.started, inf.running = true, true

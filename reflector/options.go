@@ -22,8 +22,9 @@ const (
 	DefaultBackoffReset    = 2 * time.Minute
 	// DefaultWatchEstablishedAfter is how long an accepted watch must run
 	// without an ERROR event to count as established. An apiserver reports a
-	// too old RV as the stream's first event within milliseconds.
-	DefaultWatchEstablishedAfter = 100 * time.Millisecond
+	// too old RV as the stream's first event, usually within milliseconds;
+	// a heavily loaded one can take longer.
+	DefaultWatchEstablishedAfter = 250 * time.Millisecond
 )
 
 // WatchListMode chooses how a relist gets its snapshot.

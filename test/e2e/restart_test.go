@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -87,9 +88,10 @@ func TestExpiredRVRelist(t *testing.T) {
 	after := rvs(listObjects(t, cl, "configmaps", ns, metav1.ListOptions{}))
 	restartAPIServer(t, c, cl)
 
-	rc := startCache(t, cl, path, ns, specs(boltinformer.InformerOptions{DisableReplay: true})...)
-	// The apiserver accepted each WATCH and sent 410 as its first event: that
-	// watch was never established, so HasSynced waited for the relist.
+	// The apiserver accepts each WATCH and sends 410 as its first event: that
+	// watch is never established, so HasSynced waits for the relist. The
+	// grace is generous because CI runs this on a loaded 2-core machine.
+	rc := startCache(t, cl, path, ns, specs(boltinformer.InformerOptions{DisableReplay: true, WatchEstablishedAfter: 3 * time.Second})...)
 	for _, ri := range rc.infs {
 		if d := diffRVs(after, rvs(storeObjects(ri.Informer))); d != "" {
 			t.Fatalf("%s synced before its relist landed: %s", ri.Name(), d)
