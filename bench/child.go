@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -226,6 +227,9 @@ type informerUnderTest struct {
 	stop  context.CancelFunc
 	done  chan struct{}
 	warm  bool
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // startInformer makes the implementation's informer on lw and runs it.
@@ -265,6 +269,9 @@ func startInformer(ctx context.Context, spec Spec, lw cache.ListerWatcher, h cac
 	}
 	if h != nil {
 		if _, err := u.inf.AddEventHandler(h); err != nil {
+			if u.cache != nil {
+				_ = u.cache.Close()
+			}
 			return nil, err
 		}
 	}
@@ -277,14 +284,17 @@ func startInformer(ctx context.Context, spec Spec, lw cache.ListerWatcher, h cac
 	return u, nil
 }
 
-// Close stops the informer and closes its file.
+// Close stops the informer and closes its file; later calls return the
+// first call's error.
 func (u *informerUnderTest) Close() error {
-	u.stop()
-	<-u.done
-	if u.cache != nil {
-		return u.cache.Close()
-	}
-	return nil
+	u.closeOnce.Do(func() {
+		u.stop()
+		<-u.done
+		if u.cache != nil {
+			u.closeErr = u.cache.Close()
+		}
+	})
+	return u.closeErr
 }
 
 // waitFor polls cond every millisecond until it holds or ctx ends.
