@@ -4,14 +4,14 @@
 #   make test       the whole suite: lint, unit tests with -race, fuzz seed
 #                   corpora, end-to-end tests against real etcd + apiserver
 #   make e2e        only the end-to-end tests
-#   make bench      benchmarks side by side with client-go
+#   make bench      every scenario side by side with client-go: table, CSV, SVG chart in bench/out/
 #   make fuzz       every fuzz target for FUZZTIME
 GO        ?= go
 FUZZTIME  ?= 20s
 BENCHTIME ?= 1s
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit e2e e2e-deps lint fmt vet fuzz bench bench-compare demo clean
+.PHONY: all build test unit e2e e2e-deps lint fmt vet fuzz bench bench-micro bench-compare demo clean
 
 all: build
 
@@ -52,8 +52,13 @@ fuzz:
 	  done; \
 	done
 
-## bench: the benchmarks of bench/ (ratios against client-go in the same run).
-bench:
+## bench: every scenario of bench/ against client-go in one run (BENCH_N=10000,50000 by default;
+## the real-apiserver scenarios use bin/); prints the table, writes bench/out/{table.md,results.csv,chart.svg}.
+bench: e2e-deps
+	@bash hack/bench-report.sh
+
+## bench-micro: the go test benchmarks of bench/ (benchstat-comparable).
+bench-micro:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./bench/...
 
 ## bench-compare REF=<commit>: benchstat of bench/ at REF against the work tree.
