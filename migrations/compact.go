@@ -78,7 +78,7 @@ func Compact(src, dst string, opts CompactOptions) (rep CompactReport, err error
 		rep.SizeBefore = fi.Size()
 	}
 	if !inPlace {
-		release, err := claimDestination(dst, opts.Force, opts.LockTimeout)
+		release, err := fileutil.ClaimDestination(dst, opts.Force, opts.LockTimeout)
 		if err != nil {
 			return rep, fmt.Errorf("compact %s to %s: %w", src, dst, err)
 		}
@@ -130,35 +130,4 @@ func sameFile(a, b string) (bool, error) {
 		return false, fmt.Errorf("compact to %s: %w", b, err)
 	}
 	return os.SameFile(fa, fb), nil
-}
-
-// claimDestination refuses an existing dst unless force is set, and then
-// holds its bbolt lock (when it is a bbolt file) until release, so a file
-// in use by another process is never replaced.
-func claimDestination(dst string, force bool, timeout time.Duration) (release func(), err error) {
-	fi, err := os.Stat(dst)
-	if errors.Is(err, fs.ErrNotExist) {
-		return func() {}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !force {
-		return nil, fmt.Errorf("%w: %s (use force to replace it)", ErrExists, dst)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file", ErrExists, dst)
-	}
-	if fi.Size() == 0 {
-		return func() {}, nil
-	}
-	held, err := openLocked(dst, timeout, false, true)
-	switch {
-	case err == nil:
-		return func() { _ = held.Close() }, nil
-	case errors.Is(err, ErrLocked):
-		return nil, err
-	}
-	// Not a bbolt file: nobody can be using it as a cache.
-	return func() {}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/internal/fileutil"
 	"github.com/boltinformer/boltinformer/migrations/internal/v0"
 )
 
@@ -26,5 +27,5 @@ var (
 	// original file was left in place.
 	ErrCheckFailed = errors.New("migrated file failed its check")
 	// ErrExists means the destination exists and overwriting it was not asked for.
-	ErrExists = errors.New("destination file exists")
+	ErrExists = fileutil.ErrExists
 )

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/internal/fileutil"
 )
 
 var (
@@ -19,7 +20,7 @@ var (
 	// inside fails bbolt's or boltinformer's checks or disagrees with the header.
 	ErrCorruptSnapshot = errors.New("corrupt snapshot")
 	// ErrExists means the restore destination exists and Force was not set.
-	ErrExists = errors.New("destination file exists")
+	ErrExists = fileutil.ErrExists
 	// ErrNewerSchema means the snapshot holds a cache of a newer schema than
 	// this build supports (same as boltindexer.ErrNewerSchema).
 	ErrNewerSchema = boltindexer.ErrNewerSchema

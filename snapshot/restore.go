@@ -3,15 +3,12 @@ package snapshot
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/internal/fileutil"
@@ -68,7 +65,7 @@ func Restore(snapshotPath, dbPath string, opts RestoreOptions) (Header, error) {
 	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
 		return Header{}, fmt.Errorf("restore %s to %s: %w", snapshotPath, dbPath, err)
 	}
-	release, err := claimDestination(dbPath, opts.Force, opts.LockTimeout)
+	release, err := fileutil.ClaimDestination(dbPath, opts.Force, opts.LockTimeout)
 	if err != nil {
 		return Header{}, fmt.Errorf("restore %s to %s: %w", snapshotPath, dbPath, err)
 	}
@@ -161,35 +158,4 @@ func compareHeader(want, got Header) error {
 		}
 	}
 	return nil
-}
-
-// claimDestination refuses an existing path unless force is set, and then
-// holds its bbolt lock (when it is a bbolt file) until release, so a file
-// in use by another process is never replaced.
-func claimDestination(path string, force bool, timeout time.Duration) (release func(), err error) {
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return func() {}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if !force {
-		return nil, fmt.Errorf("%w: %s (use force to replace it)", ErrExists, path)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file", ErrExists, path)
-	}
-	if fi.Size() == 0 {
-		return func() {}, nil
-	}
-	held, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
-	switch {
-	case err == nil:
-		return func() { _ = held.Close() }, nil
-	case errors.Is(err, bolterrors.ErrTimeout):
-		return nil, fmt.Errorf("%w: %s (waited %s)", ErrLocked, path, timeout)
-	}
-	// Not a bbolt file: nobody can be using it as a cache.
-	return func() {}, nil
 }

@@ -5,12 +5,17 @@
 package fileutil
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
 )
 
 // Resolve returns the file a path names, following symbolic links, so that
@@ -56,4 +61,39 @@ func BoltCheck(tx *bolt.Tx) error {
 		return fmt.Errorf("bbolt: %d error(s), first: %w", n, first)
 	}
 	return nil
+}
+
+// ErrExists means a destination file exists and replacing it was not asked for.
+var ErrExists = errors.New("destination file exists")
+
+// ClaimDestination refuses an existing path unless force is set, and then
+// holds its bbolt lock (when it is a bbolt file) until release, so that a
+// file in use by another process is never replaced. A lock held beyond
+// timeout is boltindexer.ErrLocked.
+func ClaimDestination(path string, force bool, timeout time.Duration) (release func(), err error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return func() {}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !force {
+		return nil, fmt.Errorf("%w: %s (use force to replace it)", ErrExists, path)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrExists, path)
+	}
+	if fi.Size() == 0 {
+		return func() {}, nil
+	}
+	held, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	switch {
+	case err == nil:
+		return func() { _ = held.Close() }, nil
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return nil, fmt.Errorf("%w: %s (waited %s)", boltindexer.ErrLocked, path, timeout)
+	}
+	// Not a bbolt file: nobody can be using it as a cache.
+	return func() {}, nil
 }
