@@ -1,7 +1,9 @@
 package boltindexer
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"sort"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -77,11 +79,16 @@ func encodeRecord(r *record) ([]byte, error) {
 	return b, nil
 }
 
-// decodeRecord parses an envelope. data may alias bbolt memory; the result
-// does not (msgpack copies strings and byte slices).
+// recordFields is the number of fields of the envelope array.
+const recordFields = 8
+
+// decodeRecord parses an envelope field by field (the layout is fixed by
+// recordVersion), without reflection. Strings are copied; Payload aliases
+// data, which may be bbolt memory valid only in its transaction: callers
+// decode or copy the payload before the transaction ends.
 func decodeRecord(data []byte) (*record, error) {
 	r := &record{}
-	if err := msgpack.Unmarshal(data, r); err != nil {
+	if err := r.decode(data); err != nil {
 		return nil, fmt.Errorf("%w: envelope: %v", ErrCorruptRecord, err)
 	}
 	if r.Version != recordVersion {
@@ -93,6 +100,84 @@ func decodeRecord(data []byte) (*record, error) {
 		return nil, fmt.Errorf("%w: unknown codec %d", ErrCorruptRecord, r.Codec)
 	}
 	return r, nil
+}
+
+func (r *record) decode(data []byte) error {
+	br := bytes.NewReader(data)
+	// bytes.Reader is an io.ByteScanner: the decoder reads it directly,
+	// without buffering, so br's offset is the decoder's.
+	d := msgpack.NewDecoder(br)
+	n, err := d.DecodeArrayLen()
+	if err != nil {
+		return err
+	}
+	if n != recordFields {
+		return fmt.Errorf("%d fields, want %d", n, recordFields)
+	}
+	if r.Version, err = d.DecodeUint8(); err != nil {
+		return err
+	}
+	if r.RV, err = d.DecodeString(); err != nil {
+		return err
+	}
+	if r.UID, err = d.DecodeString(); err != nil {
+		return err
+	}
+	codec, err := d.DecodeUint8()
+	if err != nil {
+		return err
+	}
+	r.Codec = CodecID(codec)
+	if r.APIVersion, err = d.DecodeString(); err != nil {
+		return err
+	}
+	if r.Kind, err = d.DecodeString(); err != nil {
+		return err
+	}
+	size, err := d.DecodeBytesLen()
+	if err != nil {
+		return err
+	}
+	if size > 0 {
+		start := len(data) - br.Len()
+		if size > br.Len() {
+			return fmt.Errorf("payload of %d bytes, %d left", size, br.Len())
+		}
+		r.Payload = data[start : start+size : start+size]
+		if _, err := br.Seek(int64(size), io.SeekCurrent); err != nil {
+			return err
+		}
+	}
+	entries, err := d.DecodeArrayLen()
+	if err != nil {
+		return err
+	}
+	for i := 0; i < entries; i++ {
+		if m, err := d.DecodeArrayLen(); err != nil || m != 2 {
+			return fmt.Errorf("index entry %d: %d fields, %v", i, m, err)
+		}
+		var e indexEntry
+		if e.Name, err = d.DecodeString(); err != nil {
+			return err
+		}
+		values, err := d.DecodeArrayLen()
+		if err != nil {
+			return err
+		}
+		if values > br.Len() {
+			return fmt.Errorf("index %q: %d values, %d bytes left", e.Name, values, br.Len())
+		}
+		if values >= 0 {
+			e.Values = make([]string, values)
+		}
+		for j := range values {
+			if e.Values[j], err = d.DecodeString(); err != nil {
+				return err
+			}
+		}
+		r.Index = append(r.Index, e)
+	}
+	return nil
 }
 
 // newRecord builds the envelope for obj; index values are filled by the caller.
