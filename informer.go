@@ -424,6 +424,9 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 		return
 	}
 	warm := rv != "" && !relisting
+	// A warm start is synced once the replay is distributed and the watch
+	// from the stored RV is established; the two run at the same time.
+	warmGate := &warmStart{warm: warm, synced: inf.markSynced}
 	queue := deltafifo.NewQueue(deltafifo.QueueOptions{
 		Logger:                &logger,
 		Name:                  inf.name,
@@ -444,7 +447,7 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 		Logger:                &logger,
 		Metrics:               reflectorMetrics{inf},
 		WatchErrorHandler:     inf.watchErrorHandler,
-		OnWatchEstablished:    func(string) { inf.markSyncedIfWarm(warm) },
+		OnWatchEstablished:    func(string) { warmGate.watchEstablished() },
 		WatchEstablishedAfter: inf.opts.WatchEstablishedAfter,
 	})
 	inf.refl = refl
@@ -467,29 +470,9 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 		procWG.Wait()
 	}()
 
-	switch {
-	case warm:
-		n, _ := inf.store.Len()
-		logger.Info("Resuming watch from the stored resourceVersion", "resourceVersion", rv, "objects", n, "replay", !inf.opts.DisableReplay)
-		if !inf.opts.DisableReplay {
-			err := inf.store.ForEach(func(obj interface{}) error {
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				inf.processor.Distribute(processor.Add{Obj: obj, IsInInitialList: true}, false)
-				return nil
-			})
-			if err != nil && ctx.Err() == nil {
-				logger.Error(err, "Warm-start replay failed; handlers missed stored objects")
-			}
-		}
-	case relisting:
-		logger.Info("Relisting: the last relist did not finish", "reason", reason)
-	default:
-		logger.Info("Relisting: the store has no resourceVersion (cold start)")
-	}
-	inf.blockDeltas.Unlock()
-
+	// The reflector starts now: while the replay below streams from disk,
+	// its watch is being established. Its deltas wait in the queue, since
+	// the process loop starts only after the replay (blockDeltas is held).
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := refl.Run(ctx); err != nil {
@@ -501,13 +484,65 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 		<-ctx.Done()
 		queue.Close()
 	})
+
+	switch {
+	case warm:
+		logger.Info("Resuming watch from the stored resourceVersion", "resourceVersion", rv, "replay", !inf.opts.DisableReplay)
+		if !inf.opts.DisableReplay {
+			n := 0
+			err := inf.store.ForEach(func(obj interface{}) error {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				n++
+				inf.processor.Distribute(processor.Add{Obj: obj, IsInInitialList: true}, false)
+				return nil
+			})
+			if err != nil && ctx.Err() == nil {
+				logger.Error(err, "Warm-start replay failed; handlers missed stored objects")
+			}
+			logger.V(2).Info("Replayed stored objects", "objects", n)
+		}
+		warmGate.replayed()
+	case relisting:
+		logger.Info("Relisting: the last relist did not finish", "reason", reason)
+	default:
+		logger.Info("Relisting: the store has no resourceVersion (cold start)")
+	}
+	inf.blockDeltas.Unlock()
+
 	inf.processLoop(ctx, queue)
 	wg.Wait()
 }
 
-func (inf *Informer) markSyncedIfWarm(warm bool) {
-	if warm {
-		inf.markSynced()
+// warmStart gates HasSynced on a warm start: both the replay from disk and
+// the watch from the stored RV must be done, in either order.
+type warmStart struct {
+	warm   bool
+	synced func()
+	// mu guards the two flags.
+	mu                 sync.Mutex
+	replayDone         bool
+	watchIsEstablished bool
+}
+
+func (w *warmStart) replayed() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.replayDone = true
+	w.markIfReadyLocked()
+}
+
+func (w *warmStart) watchEstablished() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.watchIsEstablished = true
+	w.markIfReadyLocked()
+}
+
+func (w *warmStart) markIfReadyLocked() {
+	if w.warm && w.replayDone && w.watchIsEstablished {
+		w.synced()
 	}
 }
 
