@@ -54,13 +54,6 @@ func (h *hotCache) get(key string) (obj interface{}, ok bool, gen uint64) {
 	return nil, false, h.gen
 }
 
-// snapshot returns the current generation, for a reader about to read bbolt.
-func (h *hotCache) snapshot() uint64 {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.gen
-}
-
 // put inserts an object read from bbolt, unless a write happened since gen.
 func (h *hotCache) put(key string, obj interface{}, size int64, gen uint64) {
 	h.mu.Lock()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -448,9 +447,4 @@ func splitIndexKey(k []byte) (value, key string, ok bool) {
 		return "", "", false
 	}
 	return string(k[:i]), string(k[i+1:]), true
-}
-
-// sameType reports whether obj is of the store's type.
-func (s *Store) sameType(obj interface{}) bool {
-	return reflect.TypeOf(obj) == s.codec.ptr
 }
