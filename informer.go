@@ -18,6 +18,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/deltafifo"
 	"github.com/boltinformer/boltinformer/processor"
 	"github.com/boltinformer/boltinformer/reflector"
@@ -154,7 +155,7 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 		Indexers:      opts.Indexers,
 		IndexVersions: opts.IndexVersions,
 		HotCacheBytes: opts.HotCacheBytes,
-		Identity: &boltindexer.Identity{
+		Identity: &cachefile.Identity{
 			Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Resource: opts.Resource,
 			Namespace: opts.Namespace, LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector,
 		},

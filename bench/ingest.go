@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // IngestResult is the sustained rate of watch events an informer applied.
@@ -47,7 +48,7 @@ type StoreIngest struct {
 // informer first) in batches of batch, fsync on, as the informer's commit
 // does, and times each Apply.
 func storeIngest(db string, n, namespaces, events, batch int) (*StoreIngest, error) {
-	s, err := boltindexer.Open(db, "Pod.v1", boltindexer.Options{}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
+	s, err := boltindexer.Open(db, "Pod.v1", cachefile.Options{}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
-	"github.com/boltinformer/boltinformer/internal/schema"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 func pod(ns, name, rv, node string) *v1.Pod {
@@ -226,7 +227,7 @@ func TestRestartedRelistForgetsSeenKeys(t *testing.T) {
 func TestReopenKeepsEverything(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
 	opts := podOpts()
-	s, err := boltindexer.Open(path, "pods", boltindexer.Options{}, opts)
+	s, err := boltindexer.Open(path, "pods", cachefile.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,14 +235,12 @@ func TestReopenKeepsEverything(t *testing.T) {
 	for i := 0; i < 300; i++ {
 		list = append(list, pod(fmt.Sprint("ns", i%7), fmt.Sprint("p", i), strconv.Itoa(100+i), fmt.Sprint("n", i%5)))
 	}
-	if err := s.Replace(list, "400"); err != nil {
-		t.Fatal(err)
-	}
+	relist(t, s, list, "400")
 	before := snapshotStore(t, s)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := boltindexer.Open(path, "pods", boltindexer.Options{}, opts)
+	s2, err := boltindexer.Open(path, "pods", cachefile.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +261,11 @@ type storeSnapshot struct {
 }
 
 func snapshotStore(t *testing.T, s *boltindexer.Store) storeSnapshot {
-	snap := storeSnapshot{RV: s.LastStoreSyncResourceVersion(), Objects: map[string]interface{}{}, Indexes: map[string]map[string][]string{}}
+	rv, err := s.ResourceVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := storeSnapshot{RV: rv, Objects: map[string]interface{}{}, Indexes: map[string]map[string][]string{}}
 	for _, o := range s.List() {
 		k, _ := cache.MetaNamespaceKeyFunc(o)
 		snap.Objects[k] = o
@@ -284,8 +287,8 @@ func snapshotStore(t *testing.T, s *boltindexer.Store) storeSnapshot {
 func TestIdentityChangeEmptiesStore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
 	opts := podOpts()
-	opts.Identity = &boltindexer.Identity{Version: "v1", Kind: "Pod", Namespace: "a", LabelSelector: "app=web"}
-	s, err := boltindexer.Open(path, "pods", boltindexer.Options{}, opts)
+	opts.Identity = &cachefile.Identity{Version: "v1", Kind: "Pod", Namespace: "a", LabelSelector: "app=web"}
+	s, err := boltindexer.Open(path, "pods", cachefile.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,8 +296,8 @@ func TestIdentityChangeEmptiesStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	opts.Identity = &boltindexer.Identity{Version: "v1", Kind: "Pod", Namespace: "a", LabelSelector: "app=db"}
-	s, err = boltindexer.Open(path, "pods", boltindexer.Options{}, opts)
+	opts.Identity = &cachefile.Identity{Version: "v1", Kind: "Pod", Namespace: "a", LabelSelector: "app=db"}
+	s, err = boltindexer.Open(path, "pods", cachefile.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,13 +318,11 @@ func TestIndexVersionChangeRebuilds(t *testing.T) {
 		"node": func(obj interface{}) ([]string, error) { return []string{obj.(*v1.Pod).Spec.NodeName}, nil },
 		"old":  func(obj interface{}) ([]string, error) { return []string{"x"}, nil },
 	}}
-	s, err := boltindexer.Open(path, "pods", boltindexer.Options{}, opts)
+	s, err := boltindexer.Open(path, "pods", cachefile.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Replace([]interface{}{pod("a", "p1", "1", "n1"), pod("a", "p2", "2", "n2")}, "2"); err != nil {
-		t.Fatal(err)
-	}
+	relist(t, s, []interface{}{pod("a", "p1", "1", "n1"), pod("a", "p2", "2", "n2")}, "2")
 	s.Close()
 	// "node" now indexes by namespace+node (version tag v2); "old" is gone.
 	opts.Indexers = cache.Indexers{"node": func(obj interface{}) ([]string, error) {
@@ -329,7 +330,7 @@ func TestIndexVersionChangeRebuilds(t *testing.T) {
 		return []string{p.Namespace + "/" + p.Spec.NodeName}, nil
 	}}
 	opts.IndexVersions = map[string]string{"node": "v2"}
-	s, err = boltindexer.Open(path, "pods", boltindexer.Options{}, opts)
+	s, err = boltindexer.Open(path, "pods", cachefile.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +357,7 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 	if err := os.WriteFile(notBolt, []byte("this is not a bbolt file at all, just some text that is long enough............"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := boltindexer.OpenDB(notBolt, boltindexer.Options{}); !errors.Is(err, boltindexer.ErrNotBolt) {
+	if _, err := cachefile.Open(notBolt, cachefile.Options{}); !errors.Is(err, cachefile.ErrNotCacheFile) {
 		t.Fatalf("garbage file: want ErrNotBolt, got %v", err)
 	}
 	content, _ := os.ReadFile(notBolt)
@@ -365,7 +366,7 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 	}
 
 	good := filepath.Join(dir, "good.db")
-	db, err := boltindexer.OpenDB(good, boltindexer.Options{})
+	db, err := cachefile.Open(good, cachefile.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,8 +375,8 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 		t.Fatalf("file mode %v, want 0600", fi.Mode().Perm())
 	}
 	start := time.Now()
-	_, err = boltindexer.OpenDB(good, boltindexer.Options{LockTimeout: 200 * time.Millisecond})
-	if !errors.Is(err, boltindexer.ErrLocked) {
+	_, err = cachefile.Open(good, cachefile.Options{LockTimeout: 200 * time.Millisecond})
+	if !errors.Is(err, cachefile.ErrLocked) {
 		t.Fatalf("locked file: want ErrLocked, got %v", err)
 	}
 	if time.Since(start) > 10*time.Second {
@@ -387,21 +388,21 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 	data, _ := os.ReadFile(good)
 	trunc := filepath.Join(dir, "trunc.db")
 	os.WriteFile(trunc, data[:1000], 0o600)
-	if _, err := boltindexer.OpenDB(trunc, boltindexer.Options{}); !errors.Is(err, boltindexer.ErrNotBolt) {
-		t.Fatalf("truncated file: want ErrNotBolt, got %v", err)
+	if _, err := cachefile.Open(trunc, cachefile.Options{}); !errors.Is(err, cachefile.ErrCorruptFile) {
+		t.Fatalf("truncated file: want ErrCorruptFile, got %v", err)
 	}
 
 	// A newer schema is refused, and nothing is written.
 	newer := filepath.Join(dir, "newer.db")
 	b, _ := bolt.Open(newer, 0o600, nil)
 	b.Update(func(tx *bolt.Tx) error {
-		m, _ := tx.CreateBucket(schema.MetaBucket)
-		return m.Put(schema.MetaSchemaVersion, []byte(strconv.FormatUint(schema.Version+1, 10)))
+		m, _ := tx.CreateBucket(cachefile.MetaBucket)
+		return m.Put(cachefile.MetaSchemaVersion, []byte(strconv.FormatUint(cachefile.Version+1, 10)))
 	})
 	b.Close()
 	before, _ := os.ReadFile(newer)
-	_, err = boltindexer.OpenDB(newer, boltindexer.Options{})
-	if !errors.Is(err, boltindexer.ErrNewerSchema) {
+	_, err = cachefile.Open(newer, cachefile.Options{})
+	if !errors.Is(err, cachefile.ErrNewerSchema) {
 		t.Fatalf("newer schema: want ErrNewerSchema, got %v", err)
 	}
 	after, _ := os.ReadFile(newer)
@@ -409,14 +410,14 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 		t.Fatal("refusing a newer schema modified the file")
 	}
 	// Missing file, read-only.
-	if _, err := boltindexer.OpenDB(filepath.Join(dir, "missing.db"), boltindexer.Options{ReadOnly: true}); !errors.Is(err, os.ErrNotExist) {
+	if _, err := cachefile.Open(filepath.Join(dir, "missing.db"), cachefile.Options{ReadOnly: true}); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing file read-only: %v", err)
 	}
 }
 
 func TestCorruptRecordIsAnErrorNotAPanic(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
-	s, err := boltindexer.Open(path, "pods", boltindexer.Options{}, podOpts())
+	s, err := boltindexer.Open(path, "pods", cachefile.Options{}, podOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,15 +427,39 @@ func TestCorruptRecordIsAnErrorNotAPanic(t *testing.T) {
 	if err := s.Add(pod("a", "q", "2", "n1")); err != nil {
 		t.Fatal(err)
 	}
-	// Corrupt one record behind the store's back.
-	err = s.DB().Bolt().Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(schema.StoresBucket).Bucket([]byte("pods")).Bucket(schema.ObjectsBucket).Put([]byte("a/p"), []byte{0x93, 0xff, 0x00})
-	})
+	// Corrupt one record behind the store's back, and flip one byte in
+	// the middle of another (its payload: the envelope still parses).
+	s.Close()
+	b, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.GetByKey("a/p"); !errors.Is(err, boltindexer.ErrCorruptRecord) {
+	err = b.Update(func(tx *bolt.Tx) error {
+		objects := tx.Bucket(cachefile.StoresBucket).Bucket([]byte("pods")).Bucket(cachefile.ObjectsBucket)
+		q := append([]byte(nil), objects.Get([]byte("a/q"))...)
+		q[len(q)/2] ^= 0x01
+		if err := objects.Put([]byte("a/q"), q); err != nil {
+			return err
+		}
+		return objects.Put([]byte("a/p"), []byte{0x93, 0xff, 0x00})
+	})
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = boltindexer.Open(path, "pods", cachefile.Options{}, podOpts()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.GetByKey("a/p"); !errors.Is(err, cachefile.ErrCorruptRecord) {
 		t.Fatalf("want ErrCorruptRecord, got %v", err)
+	}
+	_, _, err = s.GetByKey("a/q")
+	if !errors.Is(err, cachefile.ErrCorruptRecord) || !strings.Contains(err.Error(), "checksum") ||
+		!strings.Contains(err.Error(), "pods") || !strings.Contains(err.Error(), "a/q") {
+		t.Fatalf("a flipped byte: want a checksum ErrCorruptRecord naming store and key, got %v", err)
+	}
+	if err := s.Update(pod("a", "q", "4", "n1")); err != nil {
+		t.Fatal(err)
 	}
 	if err := s.Verify(); !errors.Is(err, boltindexer.ErrInconsistent) {
 		t.Fatalf("Verify should report the corrupt record, got %v", err)
@@ -496,5 +521,64 @@ func TestStreamingReads(t *testing.T) {
 	s.ForEachKey(func(string) error { keys++; return nil })
 	if keys != 1001 {
 		t.Fatalf("ForEachKey %d", keys)
+	}
+}
+
+// relist makes the store hold exactly list at rv through the pipeline's
+// relist protocol, the only writer of the stored RV.
+func relist(t testing.TB, s *boltindexer.Store, list []interface{}, rv string) {
+	t.Helper()
+	if err := s.BeginRelist("test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyListPage(list); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.FinishRelist(rv); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestClientGoWritesLeaveTheWatermark: Add, Update, Delete, Replace and
+// Bookmark through the cache.Indexer interface never move the stored RV,
+// forward or back (DESIGN invariant 6), while LastStoreSyncResourceVersion
+// follows client-go's meaning.
+func TestClientGoWritesLeaveTheWatermark(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.db")
+	s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, podOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	relist(t, s, []interface{}{pod("a", "p", "50", "n1")}, "100")
+	var idx cache.Indexer = s
+	writes := []struct {
+		what string
+		fn   func() error
+	}{
+		{"Add of an object at RV 999999", func() error { return idx.Add(pod("a", "q", "999999", "n1")) }},
+		{"Update with an older object", func() error { return idx.Update(pod("a", "p", "7", "n2")) }},
+		{"Delete", func() error { return idx.Delete(pod("a", "q", "1000000", "n1")) }},
+		{"Replace at RV 5", func() error { return idx.Replace([]interface{}{pod("a", "r", "5", "n1")}, "5") }},
+		{"Bookmark 888888", func() error { idx.Bookmark("888888"); return nil }},
+	}
+	for _, w := range writes {
+		if err := w.fn(); err != nil {
+			t.Fatalf("%s: %v", w.what, err)
+		}
+		if rv, err := s.ResourceVersion(); err != nil || rv != "100" {
+			t.Fatalf("after %s the stored RV is %q (%v), want 100", w.what, rv, err)
+		}
+	}
+	if got := idx.LastStoreSyncResourceVersion(); got != "888888" {
+		t.Fatalf("LastStoreSyncResourceVersion = %q, want client-go's last seen 888888", got)
+	}
+	s.Close()
+	s, err = boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, podOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if rv, _ := s.ResourceVersion(); rv != "100" || s.LastStoreSyncResourceVersion() != "100" {
+		t.Fatalf("after reopen the stored RV is %q, last seen %q; want 100", rv, s.LastStoreSyncResourceVersion())
 	}
 }

@@ -33,7 +33,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 func init() { subcommands = append(subcommands, newSyncCommand) }
@@ -74,7 +74,7 @@ func (o *syncOptions) AddFlags(fs *pflag.FlagSet) {
 }
 
 func newSyncCommand(e *env) *cobra.Command {
-	o := &syncOptions{timeout: boltindexer.DefaultLockTimeout, pageSize: 500}
+	o := &syncOptions{timeout: cachefile.DefaultLockTimeout, pageSize: 500}
 	cmd := &cobra.Command{
 		Use:   "sync --db PATH --resource RESOURCE[,RESOURCE…]",
 		Short: "Keep a cache file current from the apiserver until interrupted",
@@ -173,8 +173,8 @@ func (o *syncOptions) run(ctx context.Context, e *env) error {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	c, err := boltinformer.Open(o.db, boltinformer.Options{LockTimeout: o.timeout, Registerer: reg, AdminSocket: o.socket})
 	if err != nil {
-		if errors.Is(err, boltindexer.ErrLocked) {
-			return newError(boltindexer.ErrLocked, "%s is locked by another process (waited %s): is another cachectl sync running on it?", o.db, o.timeout)
+		if errors.Is(err, cachefile.ErrLocked) {
+			return newError(cachefile.ErrLocked, "%s is locked by another process (waited %s): is another cachectl sync running on it?", o.db, o.timeout)
 		}
 		return fileError(o.db, err)
 	}
