@@ -11,6 +11,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/encryption"
 )
 
 // protoMessage is what the generated protobuf code of Kubernetes API types provides.
@@ -31,6 +32,13 @@ type objectCodec struct {
 	ptr  reflect.Type
 	id   cachefile.Codec
 	name string
+
+	// store is the store's name, bound into every sealed payload.
+	store string
+	// keys opens sealed payloads; nil when the store has no key file.
+	keys *encryption.Keyring
+	// seal makes every written payload sealed with keys' current key.
+	seal bool
 }
 
 func newObjectCodec(example runtime.Object) (*objectCodec, error) {
@@ -83,11 +91,26 @@ func (c *objectCodec) encode(obj runtime.Object) (cachefile.Codec, []byte, error
 	}
 }
 
-// decode builds a new object from a record. The payload may alias bbolt's
-// memory: every decoder here copies what it keeps.
-func (c *objectCodec) decode(r *cachefile.Record) (runtime.Object, error) {
-	if r.KeyID != "" {
-		return nil, fmt.Errorf("%w: the payload is sealed with key %q and this store has no key", ErrEncrypted, r.KeyID)
+// open returns the plaintext payload of the record stored under key. A
+// sealed payload opens with the key its record names, or is an error
+// wrapping ErrEncrypted that names that key; it never reads as plaintext.
+func (c *objectCodec) open(key string, r *cachefile.Record) ([]byte, error) {
+	if r.KeyID == "" {
+		return r.Payload, nil
+	}
+	plain, err := c.keys.Open(r.KeyID, c.store, key, r.Payload)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrEncrypted, err)
+	}
+	return plain, nil
+}
+
+// decode builds a new object from the record stored under key. The
+// payload may alias bbolt's memory: every decoder here copies what it keeps.
+func (c *objectCodec) decode(key string, r *cachefile.Record) (runtime.Object, error) {
+	payload, err := c.open(key, r)
+	if err != nil {
+		return nil, err
 	}
 	switch r.Codec {
 	case cachefile.CodecProtobuf:
@@ -95,7 +118,7 @@ func (c *objectCodec) decode(r *cachefile.Record) (runtime.Object, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: protobuf record but %s has no protobuf methods", cachefile.ErrCorruptRecord, c.name)
 		}
-		if err := obj.Unmarshal(r.Payload); err != nil {
+		if err := obj.Unmarshal(payload); err != nil {
 			return nil, fmt.Errorf("%w: protobuf decode %s: %v", cachefile.ErrCorruptRecord, c.name, err)
 		}
 		ro := obj.(runtime.Object)
@@ -106,7 +129,7 @@ func (c *objectCodec) decode(r *cachefile.Record) (runtime.Object, error) {
 			return nil, fmt.Errorf("%w: unstructured record in a store of %s", cachefile.ErrCorruptRecord, c.name)
 		}
 		content := map[string]interface{}{}
-		if err := utiljson.Unmarshal(r.Payload, &content); err != nil {
+		if err := utiljson.Unmarshal(payload, &content); err != nil {
 			return nil, fmt.Errorf("%w: json decode unstructured: %v", cachefile.ErrCorruptRecord, err)
 		}
 		return &unstructured.Unstructured{Object: content}, nil
@@ -115,7 +138,7 @@ func (c *objectCodec) decode(r *cachefile.Record) (runtime.Object, error) {
 			return nil, fmt.Errorf("%w: typed json record in a store of %s", cachefile.ErrCorruptRecord, c.name)
 		}
 		obj := reflect.New(c.elem).Interface()
-		if err := json.Unmarshal(r.Payload, obj); err != nil {
+		if err := json.Unmarshal(payload, obj); err != nil {
 			return nil, fmt.Errorf("%w: json decode %s: %v", cachefile.ErrCorruptRecord, c.name, err)
 		}
 		return obj.(runtime.Object), nil
@@ -135,8 +158,9 @@ func setTypeMeta(obj runtime.Object, apiVersion, kind string) {
 	}
 }
 
-// newRecord builds the envelope of obj; index values are filled by the caller.
-func newRecord(c *objectCodec, obj interface{}) (*cachefile.Record, error) {
+// newRecord builds the envelope of obj stored under key, its payload
+// sealed when the store encrypts; index values are filled by the caller.
+func newRecord(c *objectCodec, key string, obj interface{}) (*cachefile.Record, error) {
 	ro, ok := obj.(runtime.Object)
 	if !ok {
 		return nil, fmt.Errorf("%w: %T is not a runtime.Object", ErrWrongType, obj)
@@ -149,6 +173,12 @@ func newRecord(c *objectCodec, obj interface{}) (*cachefile.Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	var keyID string
+	if c.seal {
+		if keyID, payload, err = c.keys.Seal(c.store, key, payload); err != nil {
+			return nil, err
+		}
+	}
 	var apiVersion, kind string
 	if t, err := meta.TypeAccessor(obj); err == nil {
 		apiVersion, kind = t.GetAPIVersion(), t.GetKind()
@@ -159,6 +189,7 @@ func newRecord(c *objectCodec, obj interface{}) (*cachefile.Record, error) {
 		Codec:      id,
 		APIVersion: apiVersion,
 		Kind:       kind,
+		KeyID:      keyID,
 		Payload:    payload,
 	}, nil
 }

@@ -6,8 +6,13 @@ import "errors"
 // read-only DB, a corrupt record) are package cachefile's; payload decode
 // errors wrap cachefile.ErrCorruptRecord too.
 var (
-	// ErrEncrypted means a record's payload is sealed with a key the store does not have.
+	// ErrEncrypted means a record's payload did not open: it is sealed with a
+	// key the store does not have, or the key of that name is not the one
+	// that sealed it (the error also wraps encryption.ErrUnknownKey or
+	// encryption.ErrDecrypt and names the key id).
 	ErrEncrypted = errors.New("record is encrypted")
+	// ErrNoKeys means a store was asked to encrypt without a keyring.
+	ErrNoKeys = errors.New("encryption needs a keyring")
 	// ErrNoMetadata means an object has no ObjectMeta (meta.Accessor failed).
 	ErrNoMetadata = errors.New("object has no metadata")
 	// ErrWrongType means an object is not of the type the store holds.

@@ -15,7 +15,7 @@ import (
 func seedRecord(t testing.TB) []byte {
 	c, _ := newObjectCodec(&v1.Pod{})
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: "5", Labels: map[string]string{"a": "b"}}}
-	rec, err := newRecord(c, p)
+	rec, err := newRecord(c, "k", p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,8 +41,8 @@ func FuzzDecodeRecord(f *testing.F) {
 		if err != nil {
 			return
 		}
-		_, _ = pod.decode(rec)
-		_, _ = unst.decode(rec)
+		_, _ = pod.decode("k", rec)
+		_, _ = unst.decode("k", rec)
 	})
 }
 
@@ -57,7 +57,7 @@ func FuzzCodecRoundTrip(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := &v1.Pod{}
 		if err := utiljson.Unmarshal(data, p); err == nil {
-			rec, err := newRecord(pod, p)
+			rec, err := newRecord(pod, "k", p)
 			if err != nil {
 				t.Fatalf("record: %v", err)
 			}
@@ -69,7 +69,7 @@ func FuzzCodecRoundTrip(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := pod.decode(back)
+			got, err := pod.decode("k", back)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -79,7 +79,7 @@ func FuzzCodecRoundTrip(f *testing.F) {
 		}
 		u := &unstructured.Unstructured{}
 		if err := utiljson.Unmarshal(data, &u.Object); err == nil && u.Object != nil {
-			rec, err := newRecord(unst, u)
+			rec, err := newRecord(unst, "k", u)
 			if err != nil {
 				return // no usable metadata: refused, not a round-trip case
 			}
@@ -88,7 +88,7 @@ func FuzzCodecRoundTrip(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := unst.decode(back)
+			got, err := unst.decode("k", back)
 			if err != nil {
 				t.Fatal(err)
 			}

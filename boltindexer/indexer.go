@@ -210,7 +210,7 @@ func (s *Store) decodeBytes(key string, v []byte) (interface{}, int64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("store %s key %q: %w", s.name, key, err)
 	}
-	obj, err := s.codec.decode(rec)
+	obj, err := s.codec.decode(key, rec)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store %s key %q: %w", s.name, key, err)
 	}

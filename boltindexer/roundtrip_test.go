@@ -28,7 +28,7 @@ func roundTrip(t *testing.T, obj runtime.Object) runtime.Object {
 	if err != nil {
 		t.Fatalf("codec for %T: %v", obj, err)
 	}
-	rec, err := newRecord(c, obj)
+	rec, err := newRecord(c, "k", obj)
 	if err != nil {
 		t.Fatalf("record for %T: %v", obj, err)
 	}
@@ -44,7 +44,7 @@ func roundTrip(t *testing.T, obj runtime.Object) runtime.Object {
 	if !reflect.DeepEqual(back.Values("idx"), []string{"a", "b"}) {
 		t.Fatalf("index values lost: %v", back.Index)
 	}
-	out, err := c.decode(back)
+	out, err := c.decode("k", back)
 	if err != nil {
 		t.Fatalf("decode %T: %v", obj, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/encryption"
 )
 
 // Identity says what a store caches (see cachefile.Identity).
@@ -34,6 +35,13 @@ type StoreOptions struct {
 	IndexVersions map[string]string
 	// Identity, when set, is compared with the stored identity on open.
 	Identity *Identity
+	// Keys opens sealed payloads. Without it, reading a sealed payload is
+	// an error wrapping ErrEncrypted that names the key it needs; index
+	// values, keys and the rest of the envelope stay readable.
+	Keys *encryption.Keyring
+	// Encrypt seals every payload this store writes with Keys' current key
+	// (AES-256-GCM bound to the store name and the object's key). Requires Keys.
+	Encrypt bool
 	// HotCacheBytes bounds the optional cache of decoded objects (0: off).
 	// Objects it returns are shared: callers must not mutate them.
 	HotCacheBytes int64
@@ -107,6 +115,10 @@ func New(db *cachefile.DB, name string, opts StoreOptions) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", name, err)
 	}
+	if opts.Encrypt && opts.Keys == nil {
+		return nil, fmt.Errorf("store %s: %w", name, ErrNoKeys)
+	}
+	codec.store, codec.keys, codec.seal = name, opts.Keys, opts.Encrypt
 	s := &Store{
 		db:            db,
 		name:          []byte(name),
@@ -291,7 +303,7 @@ func (s *Store) reindexTx(b *cachefile.Buckets, drop, rebuild []string, indexers
 				rec.SetValues(n, nil)
 			}
 			if len(rebuild) > 0 {
-				obj, err := s.codec.decode(rec)
+				obj, err := s.codec.decode(string(k), rec)
 				if err != nil {
 					return fmt.Errorf("reindex store %s key %q: %w", s.name, k, err)
 				}

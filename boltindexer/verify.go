@@ -25,7 +25,7 @@ func (s *Store) Verify() error {
 			if err != nil {
 				return nil // reported by Store
 			}
-			obj, err := s.codec.decode(rec)
+			obj, err := s.codec.decode(string(k), rec)
 			if err != nil {
 				c.Add(cachefile.Problem{Store: b.Name, Key: string(k), What: err.Error()})
 				return nil

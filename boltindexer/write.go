@@ -78,7 +78,7 @@ func (s *Store) prepareUpsertLocked(obj interface{}) (*op, error) {
 }
 
 func (s *Store) prepareUpsertKeyLocked(key string, obj interface{}) (*op, error) {
-	rec, err := newRecord(s.codec, obj)
+	rec, err := newRecord(s.codec, key, obj)
 	if err != nil {
 		return nil, fmt.Errorf("store %s key %q: %w", s.name, key, err)
 	}
@@ -348,7 +348,7 @@ func (s *Store) decodeOld(changes []Change, olds []*cachefile.Record) {
 		if olds[i] == nil || changes[i].OldErr != nil {
 			continue
 		}
-		obj, err := s.codec.decode(olds[i])
+		obj, err := s.codec.decode(changes[i].Key, olds[i])
 		if err != nil {
 			err = fmt.Errorf("store %s key %q: %w", s.name, changes[i].Key, err)
 		}
