@@ -11,6 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/encryption"
 	"github.com/boltinformer/boltinformer/internal/admin"
 )
 
@@ -36,6 +37,12 @@ type Options struct {
 	// its stores, for `cachectl --socket` (the file itself is locked while
 	// this process holds it).
 	AdminSocket string
+	// Encryption, when set, seals record payloads at rest (Secrets by
+	// default, every store with AllResources); see EncryptionOptions.
+	Encryption *EncryptionOptions
+	// TightenFileMode sets an existing cache file that group or others can
+	// read or write to mode 0600 on Open; without it Open logs a warning.
+	TightenFileMode bool
 }
 
 // CorruptionPolicy says what Open does with a damaged cache file: a
@@ -61,6 +68,8 @@ type Cache struct {
 	logger  klog.Logger
 	metrics *metrics
 	admin   *admin.Server
+	// keys opens sealed payloads and seals new ones (nil: no encryption).
+	keys *encryption.Keyring
 	// movedTo is where Open moved a damaged file (RebuildOnCorruption).
 	movedTo string
 
@@ -81,6 +90,13 @@ func Open(path string, opts Options) (*Cache, error) {
 	if opts.Logger != nil {
 		logger = *opts.Logger
 	}
+	keys, err := opts.Encryption.keyring()
+	if err != nil {
+		return nil, err
+	}
+	if err := prepareFileMode(path, opts.TightenFileMode, logger); err != nil {
+		return nil, err
+	}
 	dbOpts := cachefile.Options{LockTimeout: opts.LockTimeout, NoSync: opts.NoSync, Now: opts.Now}
 	db, err := cachefile.Open(path, dbOpts)
 	var movedTo string
@@ -95,7 +111,7 @@ func Open(path string, opts Options) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{db: db, opts: opts, informers: map[string]*Informer{}, logger: logger, movedTo: movedTo}
+	c := &Cache{db: db, opts: opts, keys: keys, informers: map[string]*Informer{}, logger: logger, movedTo: movedTo}
 	c.metrics = newMetrics(c)
 	if opts.Registerer != nil {
 		if err := c.metrics.register(opts.Registerer); err != nil {

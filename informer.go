@@ -155,6 +155,8 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 		Indexers:      opts.Indexers,
 		IndexVersions: opts.IndexVersions,
 		HotCacheBytes: opts.HotCacheBytes,
+		Keys:          c.keys,
+		Encrypt:       c.seals(gvk.Group, gvk.Kind),
 		Identity: &cachefile.Identity{
 			Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Resource: opts.Resource,
 			Namespace: opts.Namespace, LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector,

@@ -11,7 +11,10 @@ import (
 	"hash"
 	"io"
 	"os"
+	"sort"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/boltinformer/boltinformer/cachefile"
 )
@@ -30,8 +33,16 @@ import (
 // holds, whether it is complete, whether it is intact) is in the header and
 // the trailer, so Status never has to open the database.
 
-// FormatVersion is the snapshot format this build writes and reads.
-const FormatVersion uint32 = 1
+// FormatVersion is the snapshot format this build writes. Version 2 added
+// StoreHeader.KeyIDs; this build still reads version 1, whose headers do
+// not say whether a store is encrypted (Report.EncryptionRecorded false).
+const FormatVersion uint32 = 2
+
+// minFormatVersion is the oldest format this build reads.
+const minFormatVersion uint32 = 1
+
+// formatKeyIDs is the first format whose headers record StoreHeader.KeyIDs.
+const formatKeyIDs uint32 = 2
 
 const (
 	magic = "boltinformer-snapshot\n"
@@ -74,6 +85,21 @@ type StoreHeader struct {
 	Relisting     bool                `json:"relisting,omitempty"`
 	Identity      *cachefile.Identity `json:"identity,omitempty"`
 	IndexVersions map[string]string   `json:"indexVersions,omitempty"`
+	// KeyIDs are the encryption keys some of the store's payloads are
+	// sealed with, sorted (format 2 on; empty: every payload is plaintext).
+	// The snapshot carries the ciphertext as stored: restoring it needs
+	// the same key file to read them.
+	KeyIDs []string `json:"keyIDs,omitempty"`
+}
+
+// Encrypted reports whether any store of the snapshot holds sealed payloads.
+func (h Header) Encrypted() bool {
+	for _, s := range h.Stores {
+		if len(s.KeyIDs) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Report is what Status learns from a snapshot file.
@@ -87,6 +113,9 @@ type Report struct {
 	// content. ChecksumValid says whether they match.
 	Checksum, Computed string
 	ChecksumValid      bool
+	// EncryptionRecorded says whether the header records each store's
+	// KeyIDs (format 2 on); a format 1 snapshot does not say.
+	EncryptionRecorded bool
 }
 
 // headerFromInfo builds the header of a snapshot of a file.
@@ -105,6 +134,32 @@ func headerFromInfo(fi cachefile.FileInfo) Header {
 		h.Stores = append(h.Stores, sh)
 	}
 	return h
+}
+
+// keyIDsTx lists the key ids sealing the records of each store, by store
+// name. It reads every record's envelope (not its payload) in tx.
+func keyIDsTx(tx *bolt.Tx) (map[string][]string, error) {
+	out := map[string][]string{}
+	err := cachefile.ForEachStoreTx(tx, func(name string, b *cachefile.Buckets, err error) error {
+		if err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		err = b.Objects.ForEach(func(k, v []byte) error {
+			rec, err := cachefile.DecodeRecord(k, v)
+			if err != nil {
+				return fmt.Errorf("store %s key %q: %w", name, k, err)
+			}
+			if rec.KeyID != "" && !seen[rec.KeyID] {
+				seen[rec.KeyID] = true
+				out[name] = append(out[name], rec.KeyID)
+			}
+			return nil
+		})
+		sort.Strings(out[name])
+		return err
+	})
+	return out, err
 }
 
 // writePrefix writes magic, format, header length and header.
@@ -165,8 +220,8 @@ func (r *reader) readHeader() error {
 		return fmt.Errorf("%w: file is %d bytes", ErrTruncated, r.size)
 	}
 	r.format = binary.BigEndian.Uint32(prefix[len(magic):])
-	if r.format != FormatVersion {
-		return fmt.Errorf("%w: format v%d, this build reads v%d", ErrUnsupportedFormat, r.format, FormatVersion)
+	if r.format < minFormatVersion || r.format > FormatVersion {
+		return fmt.Errorf("%w: format v%d, this build reads v%d to v%d", ErrUnsupportedFormat, r.format, minFormatVersion, FormatVersion)
 	}
 	hlen := int64(binary.BigEndian.Uint32(prefix[len(magic)+4:]))
 	if hlen > maxHeaderLen {

@@ -49,6 +49,13 @@ func saveTo(ctx context.Context, db *cachefile.DB, w io.Writer, opts SaveOptions
 			return err
 		}
 		hdr = headerFromInfo(fi)
+		keyIDs, err := keyIDsTx(tx)
+		if err != nil {
+			return err
+		}
+		for i := range hdr.Stores {
+			hdr.Stores[i].KeyIDs = keyIDs[hdr.Stores[i].Name]
+		}
 		hdr.TakenAt = opts.Now().UTC()
 		hdr.Source = db.Path()
 		hdr.TxID = tx.ID()

@@ -30,5 +30,7 @@ func Status(path string) (Report, error) {
 		Checksum:      hexString(recorded),
 		Computed:      hexString(computed),
 		ChecksumValid: bytes.Equal(recorded, computed),
+
+		EncryptionRecorded: r.format >= formatKeyIDs,
 	}, nil
 }

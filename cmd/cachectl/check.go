@@ -19,6 +19,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/encryption"
 	"github.com/boltinformer/boltinformer/internal/admin"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
@@ -107,7 +108,7 @@ func (o *checkOptions) run(ctx context.Context, e *env) error {
 		return err
 	}
 	defer l.Close()
-	return checkDB(ctx, e, l, o.source.db, o.maxProblems)
+	return checkDB(ctx, e, l, o.source.db, o.maxProblems, fileModeProblem(o.source.db))
 }
 
 // runSocket checks a live file: it takes a snapshot through the socket
@@ -141,17 +142,23 @@ func (o *checkOptions) runSocket(ctx context.Context, e *env) error {
 	if _, err := snapshot.Restore(snap, db, snapshot.RestoreOptions{NoSync: true}); err != nil {
 		return fmt.Errorf("%w: the snapshot taken through %s does not restore: %v", errCheckFailed, o.source.socket, err)
 	}
+	keys, err := o.source.keys()
+	if err != nil {
+		return err
+	}
 	l, err := admin.OpenFile(db, cachefile.Options{ReadOnly: true})
 	if err != nil {
 		return err
 	}
 	defer l.Close()
-	return checkDB(ctx, e, l, info.Path+" (a snapshot through "+o.source.socket+")", o.maxProblems)
+	l.SetKeys(keys)
+	return checkDB(ctx, e, l, info.Path+" (a snapshot through "+o.source.socket+")", o.maxProblems, "")
 }
 
 // checkDB checks the file l reads and prints the report; it returns
 // errCheckFailed when it found problems.
-func checkDB(ctx context.Context, e *env, l *admin.Local, path string, maxProblems int) error {
+// modeProblem, when not empty, is reported first (see fileModeProblem).
+func checkDB(ctx context.Context, e *env, l *admin.Local, path string, maxProblems int, modeProblem string) error {
 	out := e.streams.Out
 	start := e.now()
 	info, err := l.Info(ctx)
@@ -163,6 +170,9 @@ func checkDB(ctx context.Context, e *env, l *admin.Local, path string, maxProble
 		total += s.Objects
 	}
 	rep := &checkReport{max: maxProblems}
+	if modeProblem != "" {
+		rep.add(modeProblem)
+	}
 	prog := e.newProgress("checking pages, records and index entries", 0, false)
 	stop := prog.tick()
 	err = l.DB().View(func(tx *bolt.Tx) error {
@@ -185,7 +195,7 @@ func checkDB(ctx context.Context, e *env, l *admin.Local, path string, maxProble
 		}
 		before := len(rep.problems)
 		prog.setLabel("decoding "+s.Name, int64(s.Objects))
-		what, err := checkStore(ctx, l.DB(), s, rep, prog)
+		what, err := checkStore(ctx, l.DB(), s, l.Keys(), rep, prog)
 		if err != nil {
 			prog.finish()
 			return err
@@ -221,7 +231,7 @@ func verdict(problems int) string {
 // checkStore decodes every object of one store and, when every stored
 // index has a known IndexFunc, verifies the index values. It returns what
 // it checked, for the report.
-func checkStore(ctx context.Context, db *cachefile.DB, s admin.StoreInfo, rep *checkReport, prog *progress) (string, error) {
+func checkStore(ctx context.Context, db *cachefile.DB, s admin.StoreInfo, keys *encryption.Keyring, rep *checkReport, prog *progress) (string, error) {
 	indexers := cache.Indexers{}
 	var unknown []string
 	for n := range s.Indexes {
@@ -232,7 +242,10 @@ func checkStore(ctx context.Context, db *cachefile.DB, s admin.StoreInfo, rep *c
 		}
 	}
 	sort.Strings(unknown)
-	st, err := admin.OpenStore(ctx, db, s.Name, indexers)
+	st, err := admin.OpenStore(ctx, db, s.Name, indexers, keys)
+	if errors.Is(err, boltindexer.ErrEncrypted) {
+		return "not decoded (" + oneLine(err) + "; pass --encryption-key-file to decode)", nil
+	}
 	if err != nil {
 		if errors.Is(err, admin.ErrUnknownType) && !knownType(s.Identity) {
 			return "not decoded (" + oneLine(err) + ")", nil

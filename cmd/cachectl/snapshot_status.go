@@ -102,6 +102,7 @@ func printSnapshotStatus(e *env, rep snapshot.Report) error {
 	fmt.Fprintf(out, "Source:   %s\n", orNone(h.Source))
 	fmt.Fprintf(out, "Schema:   v%d (file created %s by %s)\n", h.SchemaVersion, orNone(h.FileCreatedAt), orNone(h.WriterVersion))
 	fmt.Fprintf(out, "Stores:   %d, %d object(s)\n", len(h.Stores), totalObjects(h))
+	fmt.Fprintf(out, "Encryption: %s\n", snapshotEncryption(rep))
 	if len(h.Stores) == 0 {
 		return nil
 	}

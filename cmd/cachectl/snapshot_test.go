@@ -24,7 +24,7 @@ func TestSnapshotSaveStatusRestore(t *testing.T) {
 
 	snapBefore := stateOf(t, snap)
 	r = cachectl(t, "snapshot", "status", snap).ok(t)
-	for _, want := range []string{"Format:   v1", "(ok)", "Source:   " + fixtureFile, "v1/Pod                  pods                  5         105               synced"} {
+	for _, want := range []string{"Format:   v2", "(ok)", "Source:   " + fixtureFile, "v1/Pod                  pods                  5         105               synced"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("status lacks %q:\n%s", want, r.stdout)
 		}

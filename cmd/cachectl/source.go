@@ -20,6 +20,8 @@ type sourceOptions struct {
 	db      string
 	socket  string
 	timeout time.Duration
+	// keyFile opens sealed payloads of a --db file (see rekey.go).
+	keyFile string
 	// socketAllowed is false for commands that need the file itself.
 	socketAllowed bool
 }
@@ -34,6 +36,7 @@ func (o *sourceOptions) AddFlags(fs *pflag.FlagSet) {
 	if o.socketAllowed {
 		fs.StringVar(&o.socket, "socket", o.socket, "Admin socket of the process that owns the cache file (instead of --db)")
 	}
+	fs.StringVar(&o.keyFile, "encryption-key-file", o.keyFile, "Key file that opens sealed payloads of --db (without it, sealed objects are an error naming their key)")
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, "How long to wait for a file another process holds, or for the socket to answer")
 }
 
@@ -61,19 +64,20 @@ func (o *sourceOptions) open(ctx context.Context) (admin.Reader, error) {
 		}
 		return c, nil
 	}
-	l, err := admin.OpenFile(o.db, cachefile.Options{LockTimeout: o.timeout})
-	if err != nil {
-		return nil, o.openError(err)
-	}
-	return l, nil
+	return o.openFile()
 }
 
 // openFile opens the file read-only for commands that need the DB itself.
 func (o *sourceOptions) openFile() (*admin.Local, error) {
+	keys, err := o.keys()
+	if err != nil {
+		return nil, err
+	}
 	l, err := admin.OpenFile(o.db, cachefile.Options{LockTimeout: o.timeout})
 	if err != nil {
 		return nil, o.openError(err)
 	}
+	l.SetKeys(keys)
 	return l, nil
 }
 

@@ -55,6 +55,7 @@ type syncOptions struct {
 	socket        string
 	timeout       time.Duration
 	pageSize      int64
+	security      syncSecurityOptions
 }
 
 // AddFlags adds sync's flags, kubectl's connection flags among them.
@@ -71,6 +72,7 @@ func (o *syncOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.socket, "socket", o.socket, "Serve read-only queries and snapshots on this unix socket (for cachectl --socket)")
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, "How long to wait for a cache file another process holds")
 	fs.Int64Var(&o.pageSize, "page-size", o.pageSize, "LIST page size of a relist")
+	o.security.AddFlags(fs)
 }
 
 func newSyncCommand(e *env) *cobra.Command {
@@ -171,7 +173,7 @@ func (o *syncOptions) run(ctx context.Context, e *env) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	c, err := boltinformer.Open(o.db, boltinformer.Options{LockTimeout: o.timeout, Registerer: reg, AdminSocket: o.socket})
+	c, err := boltinformer.Open(o.db, o.security.apply(boltinformer.Options{LockTimeout: o.timeout, Registerer: reg, AdminSocket: o.socket}))
 	if err != nil {
 		if errors.Is(err, cachefile.ErrLocked) {
 			return newError(cachefile.ErrLocked, "%s is locked by another process (waited %s): is another cachectl sync running on it?", o.db, o.timeout)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/encryption"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -39,6 +40,8 @@ type Local struct {
 	// mu guards stores.
 	mu     sync.Mutex
 	stores map[string]*localStore
+	// keys opens sealed payloads of the stores Local opens itself (nil: none).
+	keys *encryption.Keyring
 }
 
 // localStore is a store Local can read.
@@ -68,6 +71,23 @@ func OpenFile(path string, opts cachefile.Options) (*Local, error) {
 	l := NewLocal(db)
 	l.ownsDB = true
 	return l, nil
+}
+
+// SetKeys gives Local the keys that open sealed payloads of the stores it
+// opens itself (a file opened with OpenFile). Without them, reading such a
+// payload is an error naming the key it needs; keys and index values stay
+// readable.
+func (l *Local) SetKeys(k *encryption.Keyring) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.keys = k
+}
+
+// Keys returns what SetKeys set.
+func (l *Local) Keys() *encryption.Keyring {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.keys
 }
 
 // DB returns the file Local reads.
@@ -228,7 +248,7 @@ func (l *Local) store(si storeMeta) (*boltindexer.Store, error) {
 	if !l.db.ReadOnly() {
 		return nil, fmt.Errorf("%w: %q (the owning process has not registered it)", ErrStoreNotServed, si.name)
 	}
-	s, err := probeStore(l.db, si, nil)
+	s, err := probeStore(l.db, si, nil, l.keys)
 	if err != nil {
 		return nil, err
 	}
@@ -242,7 +262,7 @@ var errStop = errors.New("stop")
 // records decode as (see probeStore), registering indexers (stored indexes
 // without a function stay readable by name). cachectl check uses it to
 // Verify a store with the IndexFuncs it knows.
-func OpenStore(ctx context.Context, db *cachefile.DB, name string, indexers cache.Indexers) (*boltindexer.Store, error) {
+func OpenStore(ctx context.Context, db *cachefile.DB, name string, indexers cache.Indexers, keys *encryption.Keyring) (*boltindexer.Store, error) {
 	if !db.ReadOnly() {
 		// New on a writable DB would rewrite the store's index list.
 		return nil, fmt.Errorf("open store %s: OpenStore needs a DB opened read-only", name)
@@ -251,14 +271,16 @@ func OpenStore(ctx context.Context, db *cachefile.DB, name string, indexers cach
 	if err != nil {
 		return nil, err
 	}
-	return probeStore(db, si, indexers)
+	return probeStore(db, si, indexers, keys)
 }
 
 // probeStore opens a store of a read-only DB with the Go type its records
 // decode as: the identity's type from client-go's scheme when it is known
 // there, else unstructured, else the typed-JSON form of an unknown type.
 // Each candidate is tried on the first record.
-func probeStore(db *cachefile.DB, si storeMeta, indexers cache.Indexers) (*boltindexer.Store, error) {
+// A sealed first record that does not open is that error (it names the
+// key), not a wrong type.
+func probeStore(db *cachefile.DB, si storeMeta, indexers cache.Indexers, keys *encryption.Keyring) (*boltindexer.Store, error) {
 	var candidates []runtime.Object
 	if id := si.identity; id != nil && id.Kind != "" {
 		gvk := schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind}
@@ -269,7 +291,7 @@ func probeStore(db *cachefile.DB, si storeMeta, indexers cache.Indexers) (*bolti
 	candidates = append(candidates, &unstructured.Unstructured{}, &jsonObject{})
 	var firstErr error
 	for _, c := range candidates {
-		s, err := boltindexer.New(db, si.name, boltindexer.StoreOptions{Object: c, Indexers: indexers})
+		s, err := boltindexer.New(db, si.name, boltindexer.StoreOptions{Object: c, Indexers: indexers, Keys: keys})
 		if err != nil {
 			return nil, fmt.Errorf("open store %s: %w", si.name, err)
 		}
@@ -282,6 +304,9 @@ func probeStore(db *cachefile.DB, si storeMeta, indexers cache.Indexers) (*bolti
 			return s, nil // empty: any type reads it
 		}
 		if _, _, err := s.GetByKey(first); err != nil {
+			if errors.Is(err, boltindexer.ErrEncrypted) {
+				return nil, err
+			}
 			if firstErr == nil {
 				firstErr = err
 			}

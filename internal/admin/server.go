@@ -33,7 +33,7 @@ type Server struct {
 	path  string
 	// socket is the file the listener created, to remove only our own.
 	socket   os.FileInfo
-	listener *net.UnixListener
+	listener *peerListener
 	http     *http.Server
 
 	// ctx ends in-flight streams when Close is called.
@@ -55,12 +55,16 @@ type Server struct {
 
 // NewServer listens on socketPath and serves db and the given stores of
 // it until Close. A stale socket file (nobody accepting) is replaced; a
-// socket that answers, or a path that is not a socket, is refused.
+// socket that answers (the error names the process that holds it), or a
+// path that is not a socket, is refused. On Linux, connections from any
+// other uid than this process's or root's are closed unanswered
+// (SO_PEERCRED), in addition to the socket's mode 0600.
 func NewServer(socketPath string, db *cachefile.DB, stores ...*boltindexer.Store) (*Server, error) {
-	l, fi, err := listen(socketPath)
+	ul, fi, err := listen(socketPath)
 	if err != nil {
 		return nil, err
 	}
+	l := &peerListener{UnixListener: ul}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Server{
 		local:    NewLocal(db, stores...),
@@ -212,8 +216,12 @@ func removeStale(path string) error {
 		return fmt.Errorf("%w: %s exists (mode %s); refusing to replace it", ErrNotSocket, path, fi.Mode())
 	}
 	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		holder := ""
+		if pid, uid, err := peerCred(c.(*net.UnixConn)); err == nil {
+			holder = fmt.Sprintf(" (process %d, uid %d, is serving it)", pid, uid)
+		}
 		_ = c.Close()
-		return fmt.Errorf("%w: %s", ErrSocketInUse, path)
+		return fmt.Errorf("%w: %s%s", ErrSocketInUse, path, holder)
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%w: remove stale socket %s: %w", ErrSocketPath, path, err)

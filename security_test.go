@@ -1,0 +1,145 @@
+package boltinformer_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr/funcr"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/encryption"
+)
+
+// syncOnce runs one informer per example object against its source until
+// it has synced, then stops it and closes the cache.
+func syncOnce(t *testing.T, path string, opts boltinformer.Options, sources map[runtime.Object]cache.ListerWatcher) {
+	t.Helper()
+	c, err := boltinformer.Open(path, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var synced []cache.InformerSynced
+	for obj, lw := range sources {
+		inf, err := c.NewInformer(lw, obj, boltinformer.InformerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		synced = append(synced, inf.HasSynced)
+		wg.Add(1)
+		go func() { defer wg.Done(); inf.RunWithContext(ctx) }()
+	}
+	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
+	ok := cache.WaitForCacheSync(syncCtx.Done(), synced...)
+	syncCancel()
+	cancel()
+	wg.Wait()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Fatal("informers did not sync")
+	}
+}
+
+// TestEncryptionSealsSecretsByDefault: with a key file, a Secret's data is
+// never in the file while a ConfigMap's is; AllResources seals both; the
+// warm restart reads the sealed objects back.
+func TestEncryptionSealsSecretsByDefault(t *testing.T) {
+	kc, err := encryption.GenerateKey("k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyFile := filepath.Join(t.TempDir(), "keys.yaml")
+	if err := os.WriteFile(keyFile, encryption.Format([]encryption.KeyConfig{kc}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, all := range []bool{false, true} {
+		secrets, cms := newSource(t), newSource(t)
+		meta := metav1.ObjectMeta{Namespace: "ns", Name: "x"}
+		secrets.Add(&v1.Secret{ObjectMeta: meta, Data: map[string][]byte{"password": []byte("hunter2-secret")}})
+		cms.Add(&v1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"k": "hunter2-configmap"}})
+		path := filepath.Join(t.TempDir(), "cache.db")
+		opts := boltinformer.Options{NoSync: true, Encryption: &boltinformer.EncryptionOptions{KeyFile: keyFile, AllResources: all}}
+		syncOnce(t, path, opts, map[runtime.Object]cache.ListerWatcher{&v1.Secret{}: secrets, &v1.ConfigMap{}: cms})
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Contains(raw, []byte("hunter2-secret")) || bytes.Contains(raw, []byte("hunter2-configmap")) != !all {
+			t.Fatalf("all=%v: secret in file %v, configmap in file %v", all,
+				bytes.Contains(raw, []byte("hunter2-secret")), bytes.Contains(raw, []byte("hunter2-configmap")))
+		}
+		// Warm restart with the key: the stored Secret decodes.
+		c, err := boltinformer.Open(path, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inf, err := c.NewInformer(secrets, &v1.Secret{}, boltinformer.InformerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, ok, err := inf.GetStore().GetByKey("ns/x")
+		if err != nil || !ok || string(obj.(*v1.Secret).Data["password"]) != "hunter2-secret" {
+			t.Fatalf("all=%v: read back %v %v %v", all, obj, ok, err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := boltinformer.Open(filepath.Join(t.TempDir(), "c.db"), boltinformer.Options{Encryption: &boltinformer.EncryptionOptions{}}); !errors.Is(err, encryption.ErrKeyFile) {
+		t.Fatalf("encryption without a key: %v", err)
+	}
+}
+
+// TestOpenFileModes: a new directory is 0700 and a new file 0600; an
+// existing file that group or others can read is warned about, and
+// TightenFileMode sets it to 0600.
+func TestOpenFileModes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "new", "cache.db")
+	var logs strings.Builder
+	logger := funcr.New(func(prefix, args string) { logs.WriteString(args + "\n") }, funcr.Options{})
+	open := func(tighten bool) {
+		c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true, Logger: &logger, TightenFileMode: tighten})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mode := func(p string) os.FileMode {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Mode().Perm()
+	}
+	open(false)
+	if mode(filepath.Dir(path)) != 0o700 || mode(path) != 0o600 || logs.Len() != 0 {
+		t.Fatalf("new: dir %04o file %04o, logs %q", mode(filepath.Dir(path)), mode(path), logs.String())
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	open(false)
+	if mode(path) != 0o644 || !strings.Contains(logs.String(), "readable or writable by group or others") || !strings.Contains(logs.String(), "0644") {
+		t.Fatalf("loose file: mode %04o, logs %q", mode(path), logs.String())
+	}
+	open(true)
+	if mode(path) != 0o600 || !strings.Contains(logs.String(), "Tightened") {
+		t.Fatalf("tightened: mode %04o, logs %q", mode(path), logs.String())
+	}
+}
