@@ -20,6 +20,8 @@ var (
 	errAmbiguous = errors.New("ambiguous resource")
 	// errCheckFailed means check found problems in the file.
 	errCheckFailed = errors.New("check failed")
+	// errSymlink means a destination is a symbolic link and following it was not asked for.
+	errSymlink = errors.New("destination is a symbolic link")
 )
 
 // usageError is a usage error with the command whose help explains it.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -8,6 +9,8 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/admin"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -61,4 +64,35 @@ func (o *syncSecurityOptions) apply(opts boltinformer.Options) boltinformer.Opti
 	}
 	opts.TightenFileMode = o.tighten
 	return opts
+}
+
+// refuseSymlink refuses a destination that is a symbolic link unless
+// follow: replacing it would write wherever the link points.
+func refuseSymlink(path string, follow bool) error {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&os.ModeSymlink == 0 || follow {
+		return nil
+	}
+	target, _ := os.Readlink(path)
+	return newError(errSymlink, "%s is a symbolic link to %s; refusing to restore through it (use --follow-symlinks to replace its target)", path, target)
+}
+
+// refuseExisting refuses to replace an existing file unless force.
+func refuseExisting(path string, force bool) error {
+	if _, err := os.Lstat(path); err != nil || force {
+		return nil
+	}
+	return newError(cachefile.ErrExists, "%s exists (use --force to replace it)", path)
+}
+
+// saveToStdout streams a snapshot to standard output and its summary to
+// standard error. It cannot re-read what it wrote: the reader verifies the
+// SHA-256 trailer (cachectl snapshot status).
+func saveToStdout(ctx context.Context, e *env, r admin.Reader) error {
+	n, err := r.Snapshot(ctx, e.streams.Out)
+	if err != nil {
+		return fmt.Errorf("save snapshot to standard output: %w", err)
+	}
+	fmt.Fprintf(e.streams.ErrOut, "Snapshot written to standard output: %s\n", humanBytes(n))
+	return nil
 }

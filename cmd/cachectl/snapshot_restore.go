@@ -14,14 +14,16 @@ import (
 
 // snapshotRestoreOptions are the flags of cachectl snapshot restore.
 type snapshotRestoreOptions struct {
-	lock  sourceOptions
-	force bool
+	lock           sourceOptions
+	force          bool
+	followSymlinks bool
 }
 
 // AddFlags adds snapshot restore's flags.
 func (o *snapshotRestoreOptions) AddFlags(fs *pflag.FlagSet) {
 	o.lock.AddFlags(fs)
 	fs.BoolVar(&o.force, "force", false, "Replace an existing --db file (never one a process holds)")
+	fs.BoolVar(&o.followSymlinks, "follow-symlinks", false, "Restore to the file a symbolic link --db points to (refused otherwise)")
 }
 
 func newSnapshotRestoreCommand(e *env) *cobra.Command {
@@ -34,7 +36,8 @@ is verified and the restored file is checked (bbolt's structure,
 boltinformer's invariants, the stores' resourceVersions and object counts
 against the header) before it is renamed into place, so PATH holds its old
 content or the whole restored file. An existing PATH needs --force, and a
-file a process holds is never replaced.`,
+file a process holds is never replaced. A PATH that is a symbolic link is
+refused unless --follow-symlinks: the link's target is what gets replaced.`,
 		Example: `  cachectl snapshot restore backup.snap --db /var/lib/agent/cache.db
   cachectl snapshot restore backup.snap --db cache.db --force`,
 		Args: exactArgs(1, "FILE"),
@@ -53,6 +56,9 @@ file a process holds is never replaced.`,
 func (o *snapshotRestoreOptions) run(e *env, file string) error {
 	if _, err := os.Stat(file); err != nil {
 		return snapshotError(file, err)
+	}
+	if err := refuseSymlink(o.lock.db, o.followSymlinks); err != nil {
+		return err
 	}
 	prog := e.newProgress("restoring "+file+" to "+o.lock.db, 0, false)
 	stop := prog.tick()

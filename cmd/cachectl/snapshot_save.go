@@ -14,11 +14,13 @@ import (
 // snapshotSaveOptions are the flags of cachectl snapshot save.
 type snapshotSaveOptions struct {
 	source sourceOptions
+	force  bool
 }
 
 // AddFlags adds snapshot save's flags.
 func (o *snapshotSaveOptions) AddFlags(fs *pflag.FlagSet) {
 	o.source.AddFlags(fs)
+	fs.BoolVar(&o.force, "force", false, "Replace an existing FILE")
 }
 
 func newSnapshotSaveCommand(e *env) *cobra.Command {
@@ -30,13 +32,17 @@ func newSnapshotSaveCommand(e *env) *cobra.Command {
 Secrets included). The copy is consistent: it holds exactly the commits
 before its read transaction began, while the owner keeps writing. FILE is
 written through a temporary file and renamed, so it never holds part of a
-snapshot; an existing FILE is replaced. The saved file is verified (its
-SHA-256) before the command reports success.`,
+snapshot; an existing FILE needs --force. The saved file is verified (its
+SHA-256) before the command reports success. FILE "-" writes the snapshot
+to standard output (the summary goes to standard error).`,
 		Example: `  # From the process that owns the file
   cachectl snapshot save backup.snap --socket /run/agent.sock
 
   # From a file no process holds
-  cachectl snapshot save backup.snap --db cache.db`,
+  cachectl snapshot save backup.snap --db cache.db
+
+  # Stream it elsewhere
+  cachectl snapshot save - --socket /run/agent.sock | ssh backup 'cat > agent.snap'`,
 		Args: exactArgs(1, "FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.source.Validate(cmd); err != nil {
@@ -55,6 +61,12 @@ func (o *snapshotSaveOptions) run(ctx context.Context, e *env, path string) erro
 		return err
 	}
 	defer r.Close()
+	if path == "-" {
+		return saveToStdout(ctx, e, r)
+	}
+	if err := refuseExisting(path, o.force); err != nil {
+		return err
+	}
 	info, err := r.Info(ctx)
 	if err != nil {
 		return err
