@@ -219,7 +219,9 @@ func (o *getOptions) run(ctx context.Context, e *env) error {
 			FieldSelector: o.fieldSelector,
 			Index:         o.index,
 			MetadataOnly:  metadataOnly,
-			ShowSecrets:   o.showSecrets,
+			// -o name reads keys only: it works without a sealed store's key.
+			KeysOnly:    o.output == "name" && o.sorter == nil,
+			ShowSecrets: o.showSecrets,
 		}
 		collect := func(u *unstructured.Unstructured) error {
 			f.items = append(f.items, u)

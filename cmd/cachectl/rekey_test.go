@@ -86,6 +86,12 @@ func TestRekeyPlaintextFileThenRotate(t *testing.T) {
 		t.Fatalf("check without the key:\n%s", out)
 	}
 	cachectl(t, "get", "secrets", "-A", "-o", "yaml", "--db", compacted).failed(t, 1, `"k1"`, "encrypted")
+	if out := cachectl(t, "get", "secrets", "-A", "-o", "name", "--db", compacted).ok(t).stdout; out != "secret/db-password\n" {
+		t.Fatalf("get -o name without the key: %q", out)
+	}
+	if out := cachectl(t, "get", "secret", "db-password", "-n", "default", "-o", "name", "--db", compacted).ok(t).stdout; out != "secret/db-password\n" {
+		t.Fatalf("get NAME -o name without the key: %q", out)
+	}
 	unchanged(t, compacted, before)
 
 	// With it.

@@ -351,6 +351,9 @@ func (l *Local) prepareList(ctx context.Context, q Query) (func(fn func(*unstruc
 	if cq.indexName != "" && !si.hasIndex(cq.indexName) {
 		return nil, fmt.Errorf("%w: store %s has no index %q (indexes: %s)", ErrBadQuery, q.Store, cq.indexName, si.indexList())
 	}
+	if cq.keysOnly() {
+		return func(fn func(*unstructured.Unstructured) error) error { return l.walkKeys(ctx, si, cq, fn) }, nil
+	}
 	s, err := l.store(si)
 	if err != nil {
 		return nil, err

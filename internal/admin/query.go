@@ -39,6 +39,12 @@ type Query struct {
 	// MetadataOnly returns apiVersion, kind and metadata only (what a
 	// table needs), which skips encoding the rest of each object.
 	MetadataOnly bool
+	// KeysOnly returns apiVersion, kind, name and namespace only, read from
+	// the object keys without decoding a payload (what -o name needs; it
+	// works on sealed payloads without their key). It applies only when
+	// the query has no label or field selector and no index; otherwise
+	// objects are decoded as usual.
+	KeysOnly bool
 	// ShowSecrets leaves the data, stringData and last-applied annotation
 	// of Secrets in place; by default they are redacted.
 	ShowSecrets bool
@@ -53,6 +59,7 @@ const (
 	paramIndex         = "index"
 	paramMetadataOnly  = "metadataOnly"
 	paramShowSecrets   = "showSecrets"
+	paramKeysOnly      = "keysOnly"
 )
 
 // Values encodes q (without Store, which is part of the path).
@@ -74,6 +81,9 @@ func (q Query) Values() url.Values {
 	if q.ShowSecrets {
 		v.Set(paramShowSecrets, "true")
 	}
+	if q.KeysOnly {
+		v.Set(paramKeysOnly, "true")
+	}
 	return v
 }
 
@@ -92,6 +102,9 @@ func ParseQuery(store string, v url.Values) (Query, error) {
 		return q, err
 	}
 	if q.ShowSecrets, err = parseBool(v, paramShowSecrets); err != nil {
+		return q, err
+	}
+	if q.KeysOnly, err = parseBool(v, paramKeysOnly); err != nil {
 		return q, err
 	}
 	return q, nil
