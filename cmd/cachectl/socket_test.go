@@ -122,7 +122,7 @@ func TestSocketMatchesFile(t *testing.T) {
 
 	stop()
 	// With writes stopped, the churned store answers the same too.
-	cachectl(t, "snapshot", "save", snap, "--socket", sock).ok(t)
+	cachectl(t, "snapshot", "save", snap, "--socket", sock, "--force").ok(t)
 	restored2 := filepath.Join(dir, "restored2.db")
 	cachectl(t, "snapshot", "restore", snap, "--db", restored2).ok(t)
 	got := cachectl(t, "get", "cm", "-A", "-o", "json", "--socket", sock).ok(t).stdout
