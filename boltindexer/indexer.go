@@ -246,7 +246,11 @@ func (s *Store) List() []interface{} {
 func (s *Store) ListKeys() []string {
 	var out []string
 	err := s.view(func(b *cachefile.Buckets) error {
-		out = make([]string, 0, b.Objects.Stats().KeyN)
+		n, err := b.Count()
+		if err != nil {
+			return err
+		}
+		out = make([]string, 0, n)
 		return b.Objects.ForEach(func(k, _ []byte) error {
 			out = append(out, string(k))
 			return nil
