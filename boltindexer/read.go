@@ -3,6 +3,7 @@ package boltindexer
 import (
 	"bytes"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -131,6 +132,22 @@ func (s *Store) ListIndexFuncValues(indexName string) []string {
 		utilruntime.HandleError(fmt.Errorf("store %s: index values %q: %w", s.name, indexName, err))
 	}
 	return out
+}
+
+// UpdatedAt returns the time of the last commit to the store, zero if none
+// is recorded.
+func (s *Store) UpdatedAt() (time.Time, error) {
+	var at time.Time
+	err := s.view(func(b *storeBuckets) error {
+		if v := b.state.Get(schema.StateUpdatedAt); v != nil {
+			var err error
+			if at, err = time.Parse(time.RFC3339Nano, string(v)); err != nil {
+				return fmt.Errorf("%w: store %s updated-at %q: %v", ErrCorruptFile, s.name, v, err)
+			}
+		}
+		return nil
+	})
+	return at, err
 }
 
 // Len returns the number of objects without decoding any.
