@@ -217,6 +217,34 @@ func TestSyncBadInput(t *testing.T) {
 	kubeconfig := writeKubeconfig(t, cluster.Config())
 	db := filepath.Join(t.TempDir(), "c.db")
 	cachectl(t, "sync", "--kubeconfig", kubeconfig, "--db", db, "--resource", "nosuchthings").failed(t, 1, `doesn't have a resource type "nosuchthings"`)
+
+	// A field selector the apiserver refuses (400) ends sync with kubectl's
+	// message instead of retrying forever.
+	stderr := &lockedBuffer{}
+	e := &env{
+		streams:    genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: stderr},
+		now:        time.Now,
+		isTerminal: func(io.Writer) bool { return false },
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	exited := make(chan int, 1)
+	go func() {
+		exited <- run(ctx, e, []string{"sync", "--kubeconfig", kubeconfig, "--db", db, "--resource", "pods", "--field-selector", "foo=bar"})
+	}()
+	var code int
+	select {
+	case code = <-exited:
+	case <-time.After(30 * time.Second):
+		cancel()
+		<-exited
+		t.Fatalf("sync still running 30 s after a 400; stderr:\n%s", stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	want := `Error from server (BadRequest): Unable to find "/v1, Resource=pods" that match label selector "", field selector "foo=bar": field label not supported: foo`
+	if code != 1 || lines[len(lines)-1] != want {
+		t.Errorf("exit %d, last stderr line %q; want 1 and %q\nstderr:\n%s", code, lines[len(lines)-1], want, stderr.String())
+	}
 }
 
 // TestSyncUnreachableAPIServer: with nothing listening at the kubeconfig's
@@ -237,28 +265,6 @@ func TestSyncUnreachableAPIServer(t *testing.T) {
 	}
 	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("cache file left behind: %v", err)
-	}
-}
-
-// TestSyncEndsOnBadRequest: a field selector the apiserver refuses (400) ends
-// sync with kubectl's message instead of retrying forever.
-func TestSyncEndsOnBadRequest(t *testing.T) {
-	cluster := testcluster.StartT(t)
-	kubeconfig := writeKubeconfig(t, cluster.Config())
-	db := filepath.Join(t.TempDir(), "c.db")
-	stderr, stop := startSync(t, "--kubeconfig", kubeconfig, "--db", db, "--resource", "pods", "--field-selector", "foo=bar")
-	exited := make(chan int, 1)
-	go func() { code, _ := stop(); exited <- code }()
-	var code int
-	select {
-	case code = <-exited:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("sync still running 30 s after a 400; stderr:\n%s", stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-	want := `Error from server (BadRequest): Unable to find "/v1, Resource=pods" that match label selector "", field selector "foo=bar": field label not supported: foo`
-	if code != 1 || lines[len(lines)-1] != want {
-		t.Errorf("exit %d, last stderr line %q; want 1 and %q\nstderr:\n%s", code, lines[len(lines)-1], want, stderr.String())
 	}
 }
 
