@@ -53,7 +53,10 @@ func (o *logOptions) Validate(cmd *cobra.Command) error {
 // logger returns a logger writing to w in the chosen format and verbosity.
 func (o *logOptions) logger(w io.Writer) klog.Logger {
 	if o.format == logFormatJSON {
-		return funcr.NewJSON(func(obj string) { fmt.Fprintln(w, obj) }, funcr.Options{LogTimestamp: true, Verbosity: o.verbosity})
+		return funcr.NewJSON(func(obj string) { fmt.Fprintln(w, obj) }, funcr.Options{
+			LogTimestamp: true, TimestampFormat: "2006-01-02T15:04:05.000000Z07:00", // RFC 3339 with microseconds
+			Verbosity: o.verbosity,
+		})
 	}
 	return textlogger.NewLogger(textlogger.NewConfig(textlogger.Verbosity(o.verbosity), textlogger.Output(w)))
 }

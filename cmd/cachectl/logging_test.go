@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +38,7 @@ func TestEventLoggerLevels(t *testing.T) {
 				continue
 			}
 			var entry struct {
+				TS     string `json:"ts"`
 				Msg    string `json:"msg"`
 				Type   string `json:"type"`
 				Key    string `json:"key"`
@@ -45,6 +47,9 @@ func TestEventLoggerLevels(t *testing.T) {
 			}
 			if err := json.Unmarshal([]byte(line), &entry); err != nil {
 				t.Fatalf("-v=%d: not a JSON line: %q: %v", tc.v, line, err)
+			}
+			if _, err := time.Parse(time.RFC3339Nano, entry.TS); err != nil {
+				t.Errorf("-v=%d: ts of %q is not RFC 3339: %v", tc.v, line, err)
 			}
 			key := entry.Key
 			if key == "" {
