@@ -22,7 +22,10 @@ type Options struct {
 	// NoSync turns fsync off. Only for tests and benchmarks: a crash can then
 	// lose committed data.
 	NoSync bool
-	// Registerer, when set, receives the cache's Prometheus metrics.
+	// Registerer, when set, receives the cache's Prometheus metrics (see
+	// the README for the list). Each carries the const label file, the
+	// cache file's absolute path, so several Caches may share one
+	// Registerer; Close unregisters them.
 	Registerer prometheus.Registerer
 	// Logger is the cache's logger; klog.Background() if nil.
 	Logger *klog.Logger
@@ -118,6 +121,17 @@ func Open(path string, opts Options) (*Cache, error) {
 // MovedAside returns the path a damaged file was moved to when Open
 // rebuilt it (RebuildOnCorruption), or "".
 func (c *Cache) MovedAside() string { return c.movedTo }
+
+// informerList returns a copy of the cache's informers, in no order.
+func (c *Cache) informerList() []*Informer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	infs := make([]*Informer, 0, len(c.informers))
+	for _, inf := range c.informers {
+		infs = append(infs, inf)
+	}
+	return infs
+}
 
 // DB returns the cache file.
 func (c *Cache) DB() *cachefile.DB { return c.db }

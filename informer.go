@@ -270,6 +270,7 @@ func (inf *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandl
 	}
 	defer l.EndReplay()
 	if inf.started {
+		start := inf.clock.Now()
 		err := inf.store.ForEach(func(obj interface{}) error {
 			return l.Add(processor.Add{Obj: obj, IsInInitialList: true})
 		})
@@ -277,6 +278,7 @@ func (inf *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandl
 			_ = inf.processor.RemoveListener(l)
 			return nil, fmt.Errorf("replay stored objects to new handler: %w", err)
 		}
+		inf.metrics.observeReplay(replayHandlerAdded, inf.clock.Since(start))
 	}
 	return l, nil
 }
@@ -490,7 +492,7 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 	case warm:
 		logger.Info("Resuming watch from the stored resourceVersion", "resourceVersion", rv, "replay", !inf.opts.DisableReplay)
 		if !inf.opts.DisableReplay {
-			n := 0
+			start, n := inf.clock.Now(), 0
 			err := inf.store.ForEach(func(obj interface{}) error {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -501,6 +503,9 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 			})
 			if err != nil && ctx.Err() == nil {
 				logger.Error(err, "Warm-start replay failed; handlers missed stored objects")
+			}
+			if err == nil {
+				inf.metrics.observeReplay(replayWarmStart, inf.clock.Since(start))
 			}
 			logger.V(2).Info("Replayed stored objects", "objects", n)
 		}

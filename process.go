@@ -67,10 +67,14 @@ func (inf *Informer) handleRun(ctx context.Context, run []cache.Delta) error {
 		return inf.applyListPage(ctx, run)
 	case cache.Bookmark:
 		info, _ := run[0].Object.(cache.BookmarkInfo)
-		return inf.retry(ctx, "bookmark", func() error {
+		err := inf.retry(ctx, "bookmark", func() error {
 			_, err := inf.store.Apply(nil, info.ResourceVersion)
 			return err
 		})
+		if err == nil {
+			inf.metrics.checkStoredRV()
+		}
+		return err
 	case cache.SyncAll, cache.Sync:
 		return inf.resync()
 	case deltafifo.ListStart:
@@ -219,7 +223,6 @@ func (inf *Informer) finishRelist(ctx context.Context, rv string) error {
 	for _, ch := range dels {
 		inf.processor.Distribute(processor.Delete{Obj: cache.DeletedFinalStateUnknown{Key: ch.Key, Obj: ch.Old}}, false)
 	}
-	inf.metrics.rvAdvanced(inf.name, inf.clock.Now())
 	inf.markSynced()
 	return nil
 }

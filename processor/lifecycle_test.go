@@ -223,3 +223,35 @@ func TestRemoveFromHandler(t *testing.T) {
 		t.Fatalf("handler got %d calls, want 1", got)
 	}
 }
+
+// TestMaxPending: the backlog of the slowest handler, not the sum, and it
+// drains once the handler returns.
+func TestMaxPending(t *testing.T) {
+	p := New(Options{})
+	inCall := make(chan struct{}, 1)
+	unblock := make(chan struct{})
+	slow := &recorder{hook: func(e event) {
+		if e.obj == 0 {
+			inCall <- struct{}{}
+			<-unblock
+		}
+	}}
+	fast := &recorder{}
+	addListener(t, p, slow, ListenerOptions{})
+	addListener(t, p, fast, ListenerOptions{})
+	if n := p.MaxPending(); n != 0 {
+		t.Fatalf("MaxPending before any notification = %d, want 0", n)
+	}
+	runProcessor(t, p)
+	t.Cleanup(func() { closeOnce(unblock) })
+	for i := range 5 {
+		p.Distribute(Add{Obj: i}, false)
+	}
+	<-inCall
+	eventually(t, func() bool { return fast.Len() == 5 }, "the fast handler to get all five")
+	if n := p.MaxPending(); n != 4 {
+		t.Fatalf("MaxPending with the slow handler in its first call = %d, want 4", n)
+	}
+	close(unblock)
+	eventually(t, func() bool { return p.MaxPending() == 0 && slow.Len() == 5 }, "the slow handler to catch up")
+}

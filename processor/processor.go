@@ -312,3 +312,16 @@ func (p *Processor) NumListeners() int {
 	defer p.listenersLock.RUnlock()
 	return len(p.listeners)
 }
+
+// MaxPending returns the largest backlog among the listeners: the
+// notifications given to one handler whose call has not started yet. It
+// measures how far the slowest handler lags behind the store.
+func (p *Processor) MaxPending() int {
+	p.listenersLock.RLock()
+	defer p.listenersLock.RUnlock()
+	n := 0
+	for l := range p.listeners {
+		n = max(n, l.Len())
+	}
+	return n
+}
