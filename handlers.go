@@ -10,11 +10,13 @@ import (
 )
 
 // AddIndexers adds indexes; on a running informer they are built from disk.
+// After Run has returned it fails with client-go's error, which wraps
+// ErrStopped.
 func (inf *Informer) AddIndexers(indexers cache.Indexers) error {
 	inf.startedMu.Lock()
 	defer inf.startedMu.Unlock()
 	if inf.stopped {
-		return fmt.Errorf("indexer was not added: %w", ErrStopped)
+		return stoppedError{"indexer was not added"}
 	}
 	return inf.store.AddIndexers(indexers)
 }
@@ -31,12 +33,13 @@ func (inf *Informer) AddEventHandlerWithResyncPeriod(handler cache.ResourceEvent
 
 // AddEventHandlerWithOptions adds a handler. On a running informer the
 // handler first receives OnAdd(obj, true) for every stored object, streamed
-// from disk, as client-go sends it for every object in memory.
+// from disk, as client-go sends it for every object in memory. After Run
+// has returned it fails with client-go's error, which wraps ErrStopped.
 func (inf *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler, options cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
 	inf.startedMu.Lock()
 	defer inf.startedMu.Unlock()
 	if inf.stopped {
-		return nil, fmt.Errorf("handler %v was not added to shared informer: %w", handler, ErrStopped)
+		return nil, stoppedError{fmt.Sprintf("handler %v was not added to shared informer", handler)}
 	}
 	inf.blockDeltas.Lock()
 	defer inf.blockDeltas.Unlock()
@@ -61,7 +64,9 @@ func (inf *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandl
 	return l, nil
 }
 
-// RemoveEventHandler stops delivery to a handler.
+// RemoveEventHandler stops delivery to a handler. Removing a handle twice,
+// or a handle of another informer, does nothing and returns nil, as in
+// client-go; a handle that is not this package's is an error.
 func (inf *Informer) RemoveEventHandler(handle cache.ResourceEventHandlerRegistration) error {
 	inf.startedMu.Lock()
 	defer inf.startedMu.Unlock()

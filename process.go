@@ -217,7 +217,7 @@ func (inf *Informer) finishRelist(ctx context.Context, rv string) error {
 	}
 	inf.metrics.observeCommit(0, 0, dels)
 	for _, ch := range dels {
-		inf.processor.Distribute(processor.Delete{Obj: cache.DeletedFinalStateUnknown{Key: ch.Key, Obj: ch.Old}}, false)
+		inf.processor.Distribute(processor.Delete{Obj: cache.DeletedFinalStateUnknown{Key: ch.Key, Obj: ch.Old}})
 	}
 	inf.metrics.rvAdvanced(inf.name, inf.clock.Now())
 	inf.markSynced()
@@ -229,23 +229,29 @@ func (inf *Informer) finishRelist(ctx context.Context, rv string) error {
 func (inf *Informer) notify(ch boltindexer.Change, obj interface{}, initial bool) {
 	switch ch.Type {
 	case boltindexer.Added:
-		inf.processor.Distribute(processor.Add{Obj: ch.New, IsInInitialList: initial}, false)
+		inf.processor.Distribute(processor.Add{Obj: ch.New, IsInInitialList: initial})
 	case boltindexer.Updated:
 		if ch.OldErr != nil {
 			inf.logger.Error(ch.OldErr, "Previous object could not be decoded; notifying as an add", "key", ch.Key)
-			inf.processor.Distribute(processor.Add{Obj: ch.New, IsInInitialList: initial}, false)
+			inf.processor.Distribute(processor.Add{Obj: ch.New, IsInInitialList: initial})
 			return
 		}
-		inf.processor.Distribute(processor.Update{Old: ch.Old, New: ch.New}, false)
+		inf.processor.Distribute(processor.Update{Old: ch.Old, New: ch.New})
 	case boltindexer.Deleted:
-		inf.processor.Distribute(processor.Delete{Obj: obj}, false)
+		inf.processor.Distribute(processor.Delete{Obj: obj})
+	case boltindexer.Unchanged:
+		// client-go's processDeltas notifies a delete whether or not the
+		// store held the object; a stale delete (stored newer) is dropped.
+		if ch.Absent {
+			inf.processor.Distribute(processor.Delete{Obj: obj})
+		}
 	}
 }
 
 // resync sends every stored object as an update to the handlers that are due.
 func (inf *Informer) resync() error {
 	return inf.store.ForEach(func(obj interface{}) error {
-		inf.processor.Distribute(processor.Update{Old: obj, New: obj}, true)
+		inf.processor.DistributeSync(processor.Update{Old: obj, New: obj})
 		return nil
 	})
 }

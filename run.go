@@ -192,7 +192,7 @@ func (inf *Informer) replayStored(ctx context.Context, logger klog.Logger) {
 			return ctx.Err()
 		}
 		n++
-		inf.processor.Distribute(processor.Add{Obj: obj, IsInInitialList: true}, false)
+		inf.processor.Distribute(processor.Add{Obj: obj, IsInInitialList: true})
 		return nil
 	})
 	if err != nil && ctx.Err() == nil {

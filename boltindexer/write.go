@@ -42,6 +42,9 @@ type Change struct {
 	// OldErr is set when the previous record could not be decoded; the write
 	// still replaced it (Old is then nil).
 	OldErr error
+	// Absent is set on an Unchanged delete that found no object under its
+	// key (client-go's informer still notifies such a delete).
+	Absent bool
 }
 
 // writeMode selects when an upsert or delete is skipped.
@@ -129,6 +132,7 @@ func (s *Store) applyLocked(b *storeBuckets, o *op, mode writeMode) (Change, []b
 	}
 	if o.del {
 		if oldBytes == nil {
+			ch.Absent = true
 			return ch, nil, nil
 		}
 		if mode == newerOnly && !o.tombstone && old != nil && rvNewer(old.RV, o.rv) {
