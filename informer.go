@@ -51,8 +51,9 @@ type Informer struct {
 	synced     chan struct{}
 	syncedOnce sync.Once
 
-	// relistReason is the reason of the relist in progress (reflector's goroutine writes it).
-	relistReason atomic.Value
+	// storedRV is the stored RV as last seen by the process loop, which
+	// alone reads and writes it (set before the loop starts).
+	storedRV string
 	// abandoned is set when a batch could not be applied before shutdown:
 	// nothing queued after it may be applied, or the RV would skip it.
 	abandoned atomic.Bool
@@ -206,13 +207,6 @@ func (inf *Informer) isRunning() bool {
 	inf.startedMu.Lock()
 	defer inf.startedMu.Unlock()
 	return inf.running
-}
-func (inf *Informer) setRelistReason(r string) { inf.relistReason.Store(r) }
-func (inf *Informer) currentRelistReason() string {
-	if r, ok := inf.relistReason.Load().(string); ok && r != "" {
-		return r
-	}
-	return "relist"
 }
 
 // LastSyncResourceVersion is the last RV the reflector saw.

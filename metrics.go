@@ -138,7 +138,6 @@ func (s *storeMetrics) observeCommit(n int, d time.Duration, changes []boltindex
 	if n > 0 {
 		s.batchSize.WithLabelValues(name).Observe(float64(n))
 		s.commitLatency.WithLabelValues(name).Observe(d.Seconds())
-		s.rvAdvanced(name, s.inf.clock.Now())
 	}
 	var counts [4]int
 	for _, ch := range changes {
@@ -159,7 +158,6 @@ type reflectorMetrics struct{ inf *Informer }
 var _ reflector.Metrics = reflectorMetrics{}
 
 func (r reflectorMetrics) RelistStarted(reason reflector.RelistReason) {
-	r.inf.setRelistReason(string(reason))
 	r.inf.metrics.relists.WithLabelValues(r.inf.name, string(reason)).Inc()
 	r.inf.logger.Info("Relisting", "reason", string(reason))
 }

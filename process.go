@@ -67,15 +67,19 @@ func (inf *Informer) handleRun(ctx context.Context, run []cache.Delta) error {
 		return inf.applyListPage(ctx, run)
 	case cache.Bookmark:
 		info, _ := run[0].Object.(cache.BookmarkInfo)
-		return inf.retry(ctx, "bookmark", func() error {
+		err := inf.retry(ctx, "bookmark", func() error {
 			_, err := inf.store.Apply(nil, info.ResourceVersion)
 			return err
 		})
+		if err == nil {
+			inf.noteStoredRV()
+		}
+		return err
 	case cache.SyncAll, cache.Sync:
 		return inf.resync()
 	case deltafifo.ListStart:
-		reason := inf.currentRelistReason()
-		return inf.retry(ctx, "begin relist", func() error { return inf.store.BeginRelist(reason) })
+		info, _ := run[0].Object.(deltafifo.ListStartInfo)
+		return inf.retry(ctx, "begin relist", func() error { return inf.store.BeginRelist(info.Reason) })
 	case deltafifo.ListComplete:
 		info, _ := run[0].Object.(deltafifo.ListCompleteInfo)
 		return inf.finishRelist(ctx, info.ResourceVersion)
@@ -99,6 +103,7 @@ func (inf *Informer) applyEvents(ctx context.Context, run []cache.Delta) error {
 	if err != nil {
 		return err
 	}
+	inf.noteStoredRV()
 	for i, ch := range changes {
 		inf.notify(ch, run[i].Object, false)
 	}
@@ -111,13 +116,7 @@ func (inf *Informer) applyListPage(ctx context.Context, run []cache.Delta) error
 	for i, d := range run {
 		ops[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: d.Object}
 	}
-	changes, err := inf.applyOps(ctx, ops, func(ops []boltindexer.Op) ([]boltindexer.Change, error) {
-		objs := make([]interface{}, len(ops))
-		for i := range ops {
-			objs[i] = ops[i].Obj
-		}
-		return inf.store.ApplyListPage(objs)
-	})
+	changes, err := inf.applyOps(ctx, ops, inf.store.ApplyListPage)
 	if err != nil {
 		return err
 	}
@@ -219,9 +218,24 @@ func (inf *Informer) finishRelist(ctx context.Context, rv string) error {
 	for _, ch := range dels {
 		inf.processor.Distribute(processor.Delete{Obj: cache.DeletedFinalStateUnknown{Key: ch.Key, Obj: ch.Old}})
 	}
-	inf.metrics.rvAdvanced(inf.name, inf.clock.Now())
+	inf.noteStoredRV()
 	inf.markSynced()
 	return nil
+}
+
+// noteStoredRV reads the stored RV after a commit that may have moved it
+// (a watch batch, a bookmark, the end of a relist) and tells the metrics
+// only if it moved: a stale batch, or one applied during a relist, leaves it.
+func (inf *Informer) noteStoredRV() {
+	rv, err := inf.store.ResourceVersion()
+	if err != nil {
+		inf.logger.Error(err, "Cannot read the stored resourceVersion")
+		return
+	}
+	if rv != inf.storedRV {
+		inf.storedRV = rv
+		inf.metrics.rvAdvanced(inf.name, inf.clock.Now())
+	}
 }
 
 // notify turns a change into a handler notification. obj is the delta's

@@ -116,6 +116,7 @@ func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, lau
 		return nil
 	}
 	inf.refl = p.refl
+	inf.storedRV = p.rv
 	inf.started, inf.running = true, true
 	inf.blockDeltas.Lock()
 	inf.startedMu.Unlock()

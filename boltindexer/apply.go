@@ -131,23 +131,26 @@ func (s *Store) BeginRelist(reason string) error {
 	})
 }
 
-// ApplyListPage stores the objects of one list page whose RV differs from
-// the stored one and marks every key of the page as seen. Unchanged
-// objects produce no write and an Unchanged change.
-func (s *Store) ApplyListPage(objs []interface{}) ([]Change, error) {
+// ApplyListPage stores the objects of one list page (upserts only) whose RV
+// differs from the stored one and marks every key of the page as seen.
+// Unchanged objects produce no write and an Unchanged change.
+func (s *Store) ApplyListPage(ops []Op) ([]Change, error) {
 	s.indexMu.RLock()
 	defer s.indexMu.RUnlock()
-	prepared := make([]*op, len(objs))
-	keys := make([]string, len(objs))
-	for i, obj := range objs {
-		p, err := s.prepareUpsertLocked(obj)
+	prepared := make([]*op, len(ops))
+	keys := make([]string, len(ops))
+	for i, o := range ops {
+		if o.Type != OpUpsert {
+			return nil, fmt.Errorf("store %s: list item %d: %w", s.name, i, ErrNotUpsert)
+		}
+		p, err := s.prepareUpsertLocked(o.Obj)
 		if err != nil {
 			return nil, fmt.Errorf("list item %d: %w", i, err)
 		}
 		prepared[i], keys[i] = p, p.key
 	}
-	changes := make([]Change, len(objs))
-	olds := make([][]byte, len(objs))
+	changes := make([]Change, len(ops))
+	olds := make([][]byte, len(ops))
 	err := s.write(keys, func() []hotEntry { return fillFor(prepared, changes) }, func(b *storeBuckets) error {
 		seen := b.root.Bucket(schema.SeenBucket)
 		if seen == nil || b.state.Get(schema.StateRelist) == nil {
@@ -165,7 +168,7 @@ func (s *Store) ApplyListPage(objs []interface{}) ([]Change, error) {
 		return s.touchLocked(b)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store %s: apply list page of %d: %w", s.name, len(objs), err)
+		return nil, fmt.Errorf("store %s: apply list page of %d: %w", s.name, len(ops), err)
 	}
 	s.decodeOld(changes, olds)
 	return changes, nil

@@ -90,7 +90,7 @@ func TestRelistMarkersKeepTheirPlace(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			q := newTestQueue(t, opts)
 			must(t, q.Add(obj("a", 1)))
-			must(t, q.BeginRelist())
+			must(t, q.BeginRelist("test"))
 			must(t, q.AddListPage([]interface{}{obj("b", 2), obj("c", 3)}))
 			must(t, q.Update(obj("a", 4)))
 			must(t, q.AddListPage([]interface{}{obj("a", 5)}))
@@ -102,7 +102,7 @@ func TestRelistMarkersKeepTheirPlace(t *testing.T) {
 
 			want := []popped{
 				{single: true, deltas: []cache.Delta{{Type: cache.Added, Object: obj("a", 1)}}},
-				{single: true, deltas: []cache.Delta{{Type: ListStart, Object: ListStartInfo{}}}},
+				{single: true, deltas: []cache.Delta{{Type: ListStart, Object: ListStartInfo{Reason: "test"}}}},
 				{deltas: []cache.Delta{ // a batch ends before a key it holds
 					{Type: cache.Replaced, Object: obj("b", 2)},
 					{Type: cache.Replaced, Object: obj("c", 3)},
@@ -138,20 +138,20 @@ func must(t *testing.T, err error) {
 
 func TestMarkersEndBatchesButNeverJoinThem(t *testing.T) {
 	q := newTestQueue(t, QueueOptions{})
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 	must(t, q.AddListPage([]interface{}{obj("a", 1), obj("b", 2)}))
 	must(t, q.EndRelist("7"))
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 	must(t, q.EndRelist("8"))
 
 	want := []popped{
-		{single: true, initial: true, deltas: []cache.Delta{{Type: ListStart, Object: ListStartInfo{}}}},
+		{single: true, initial: true, deltas: []cache.Delta{{Type: ListStart, Object: ListStartInfo{Reason: "test"}}}},
 		{initial: true, deltas: []cache.Delta{
 			{Type: cache.Replaced, Object: obj("a", 1)},
 			{Type: cache.Replaced, Object: obj("b", 2)},
 		}},
 		{single: true, initial: true, deltas: []cache.Delta{{Type: ListComplete, Object: ListCompleteInfo{ResourceVersion: "7"}}}},
-		{single: true, deltas: []cache.Delta{{Type: ListStart, Object: ListStartInfo{}}}},
+		{single: true, deltas: []cache.Delta{{Type: ListStart, Object: ListStartInfo{Reason: "test"}}}},
 		{single: true, deltas: []cache.Delta{{Type: ListComplete, Object: ListCompleteInfo{ResourceVersion: "8"}}}},
 	}
 	expectPopped(t, popAll(t, q), want)
@@ -160,7 +160,7 @@ func TestMarkersEndBatchesButNeverJoinThem(t *testing.T) {
 func TestPagedRelistSyncsWhenListCompleteIsProcessed(t *testing.T) {
 	// Unlocked while processing, so the process function can ask HasSynced.
 	q := newTestQueue(t, QueueOptions{UnlockWhileProcessing: true})
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 	must(t, q.AddListPage([]interface{}{obj("a", 1)}))
 
 	// Pages popped before the list ends belong to the initial list.
@@ -194,7 +194,7 @@ func TestPagedRelistSyncsWhenListCompleteIsProcessed(t *testing.T) {
 	}
 
 	// Later relists do not unsync.
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 	must(t, q.EndRelist("10"))
 	if !q.HasSynced() {
 		t.Fatal("a second relist unsynced the queue")
@@ -203,7 +203,7 @@ func TestPagedRelistSyncsWhenListCompleteIsProcessed(t *testing.T) {
 
 func TestEventBeforeFirstRelistEndSyncs(t *testing.T) {
 	q := newTestQueue(t, QueueOptions{})
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 	must(t, q.AddListPage([]interface{}{obj("a", 1)}))
 	if q.HasSynced() {
 		t.Fatal("synced by BeginRelist and AddListPage alone")
@@ -224,7 +224,7 @@ func TestRelistCallsOutOfOrder(t *testing.T) {
 	if err := q.EndRelist("1"); !errors.Is(err, ErrNoRelist) {
 		t.Errorf("EndRelist before BeginRelist = %v, want ErrNoRelist", err)
 	}
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 	must(t, q.EndRelist("2"))
 	if err := q.AddListPage(nil); !errors.Is(err, ErrNoRelist) {
 		t.Errorf("AddListPage after EndRelist = %v, want ErrNoRelist", err)
@@ -236,7 +236,7 @@ func TestRelistCallsOutOfOrder(t *testing.T) {
 
 func TestAddListPageIsAllOrNothing(t *testing.T) {
 	q := newTestQueue(t, QueueOptions{Transformer: testTransform})
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 
 	var keyErr cache.KeyError
 	if err := q.AddListPage([]interface{}{obj("a", 1), testObj{Val: 2}}); !errors.As(err, &keyErr) || !errors.Is(err, errNoKey) {
@@ -252,7 +252,7 @@ func TestAddListPageIsAllOrNothing(t *testing.T) {
 	must(t, q.AddListPage([]interface{}{obj("a", 1)}))
 	// No list has ended yet: what is popped belongs to the initial list.
 	want := []popped{
-		{single: true, initial: true, deltas: []cache.Delta{{Type: ListStart, Object: ListStartInfo{}}}},
+		{single: true, initial: true, deltas: []cache.Delta{{Type: ListStart, Object: ListStartInfo{Reason: "test"}}}},
 		{single: true, initial: true, deltas: []cache.Delta{{Type: cache.Replaced, Object: testObj{Key: "ns/a", Val: 1, Transformed: 1}}}},
 	}
 	expectPopped(t, popAll(t, q), want)
@@ -262,14 +262,14 @@ func TestReplaceAndResyncSkipQueuedMarkers(t *testing.T) {
 	known := newKnownStore()
 	known.objs["ns/k"] = obj("k", 1)
 	q := newTestQueue(t, QueueOptions{KnownObjects: known})
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 	must(t, q.AddListPage([]interface{}{obj("a", 2)}))
 	must(t, q.EndRelist("3"))
 	must(t, q.Resync())
 	must(t, q.Replace([]interface{}{obj("a", 4)}, "5"))
 
 	want := []cache.Delta{
-		{Type: ListStart, Object: ListStartInfo{}},
+		{Type: ListStart, Object: ListStartInfo{Reason: "test"}},
 		{Type: cache.Replaced, Object: obj("a", 2)},
 		{Type: ListComplete, Object: ListCompleteInfo{ResourceVersion: "3"}},
 		{Type: cache.Sync, Object: obj("k", 1)},
@@ -416,13 +416,13 @@ func TestCloseUnblocksConsumers(t *testing.T) {
 
 func TestClosedQueueDrainsAndRefusesRelists(t *testing.T) {
 	q := newTestQueue(t, QueueOptions{})
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 	q.Close()
 	if !q.IsClosed() {
 		t.Fatal("IsClosed() = false after Close")
 	}
 	for name, err := range map[string]error{
-		"BeginRelist": q.BeginRelist(),
+		"BeginRelist": q.BeginRelist("test"),
 		"AddListPage": q.AddListPage([]interface{}{obj("a", 1)}),
 		"EndRelist":   q.EndRelist("1"),
 	} {
