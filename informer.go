@@ -22,7 +22,6 @@ import (
 
 // Informer is a cache.SharedIndexInformer whose store is on disk.
 type Informer struct {
-	cache     *Cache
 	lw        cache.ListerWatcher
 	objType   runtime.Object
 	gvk       schema.GroupVersionKind
@@ -44,8 +43,9 @@ type Informer struct {
 	refl              *reflector.Reflector
 
 	// blockDeltas is held while a batch is applied and its notifications
-	// distributed, and while a new handler receives its replay, so that a
-	// handler sees every object exactly once.
+	// distributed, while a new handler receives its replay, and by Run
+	// through the warm-start replay (startAndReplay), so that a handler sees
+	// every object exactly once.
 	blockDeltas sync.Mutex
 
 	synced     chan struct{}
@@ -112,7 +112,6 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 		logger.Info("Rebuilt indexes from disk", "rebuilt", r.RebuiltIndexes, "dropped", r.DroppedIndexes, "duration", r.RebuildDuration)
 	}
 	inf := &Informer{
-		cache:   c,
 		lw:      lw,
 		objType: exampleObject,
 		gvk:     gvk,
