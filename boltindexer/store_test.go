@@ -152,9 +152,6 @@ func TestPagedRelist(t *testing.T) {
 	if in, reason, _ := s.RelistInProgress(); !in || reason != "410 Gone" {
 		t.Fatalf("relist marker %v %q", in, reason)
 	}
-	if _, err := s.ApplyListPage([]boltindexer.Op{{Type: boltindexer.OpDelete, Obj: pod("a", "keep", "5", "")}}); !errors.Is(err, boltindexer.ErrNotUpsert) {
-		t.Fatalf("a delete in a list page: %v, want ErrNotUpsert", err)
-	}
 	// Watch events during a relist must not move the RV (invariant 3).
 	if _, err := s.Apply(nil, "100"); err != nil {
 		t.Fatal(err)
@@ -500,13 +497,4 @@ func TestStreamingReads(t *testing.T) {
 	if keys != 1001 {
 		t.Fatalf("ForEachKey %d", keys)
 	}
-}
-
-// upserts makes a list page of objs.
-func upserts(objs ...interface{}) []boltindexer.Op {
-	ops := make([]boltindexer.Op, len(objs))
-	for i, obj := range objs {
-		ops[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: obj}
-	}
-	return ops
 }
