@@ -301,7 +301,6 @@ type reflectorMetrics struct{ inf *Informer }
 var _ reflector.Metrics = reflectorMetrics{}
 
 func (r reflectorMetrics) RelistStarted(reason reflector.RelistReason) {
-	r.inf.setRelistReason(string(reason))
 	r.inf.metrics.relists.WithLabelValues(r.inf.name, string(reason)).Inc()
 	r.inf.logger.Info("Relisting", "reason", string(reason))
 }

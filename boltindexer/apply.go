@@ -136,23 +136,26 @@ func (s *Store) BeginRelist(reason string) error {
 	})
 }
 
-// ApplyListPage stores the objects of one list page whose RV differs from
-// the stored one and marks every key of the page as seen. Unchanged
-// objects produce no write and an Unchanged change.
-func (s *Store) ApplyListPage(objs []interface{}) ([]Change, error) {
+// ApplyListPage stores the objects of one list page (upserts only) whose RV
+// differs from the stored one and marks every key of the page as seen.
+// Unchanged objects produce no write and an Unchanged change.
+func (s *Store) ApplyListPage(ops []Op) ([]Change, error) {
 	s.indexMu.RLock()
 	defer s.indexMu.RUnlock()
-	prepared := make([]*op, len(objs))
-	keys := make([]string, len(objs))
-	for i, obj := range objs {
-		p, err := s.prepareUpsertLocked(obj)
+	prepared := make([]*op, len(ops))
+	keys := make([]string, len(ops))
+	for i, o := range ops {
+		if o.Type != OpUpsert {
+			return nil, fmt.Errorf("store %s: list item %d: %w", s.name, i, ErrNotUpsert)
+		}
+		p, err := s.prepareUpsertLocked(o.Obj)
 		if err != nil {
 			return nil, fmt.Errorf("list item %d: %w", i, err)
 		}
 		prepared[i], keys[i] = p, p.key
 	}
-	changes := make([]Change, len(objs))
-	olds := make([]*cachefile.Record, len(objs))
+	changes := make([]Change, len(ops))
+	olds := make([]*cachefile.Record, len(ops))
 	err := s.write(keys, func() []hotEntry { return fillFor(prepared, changes) }, func(b *cachefile.Buckets) error {
 		seen := b.Root.Bucket(cachefile.SeenBucket)
 		if seen == nil || b.State.Get(cachefile.StateRelist) == nil {
@@ -170,7 +173,7 @@ func (s *Store) ApplyListPage(objs []interface{}) ([]Change, error) {
 		return s.touchTx(b)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store %s: apply list page of %d: %w", s.name, len(objs), err)
+		return nil, fmt.Errorf("store %s: apply list page of %d: %w", s.name, len(ops), err)
 	}
 	s.decodeOld(changes, olds)
 	return changes, nil

@@ -26,6 +26,8 @@ var (
 	ErrInvalidStoreName = errors.New("invalid store name")
 	// ErrNoRelist means FinishRelist or ApplyListPage was called without BeginRelist.
 	ErrNoRelist = errors.New("no relist in progress")
+	// ErrNotUpsert means ApplyListPage was given an op that is not OpUpsert.
+	ErrNotUpsert = errors.New("a list page holds upserts only")
 	// ErrInconsistent means an invariant check found a mismatch.
 	ErrInconsistent = errors.New("store is inconsistent")
 )

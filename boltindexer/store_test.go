@@ -139,7 +139,7 @@ func TestPagedRelist(t *testing.T) {
 	}, "8"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApplyListPage([]interface{}{pod("a", "x", "1", "")}); !errors.Is(err, boltindexer.ErrNoRelist) {
+	if _, err := s.ApplyListPage(upserts(pod("a", "x", "1", ""))); !errors.Is(err, boltindexer.ErrNoRelist) {
 		t.Fatalf("page without BeginRelist: %v", err)
 	}
 	if err := s.BeginRelist("410 Gone"); err != nil {
@@ -152,11 +152,11 @@ func TestPagedRelist(t *testing.T) {
 	if _, err := s.Apply(nil, "100"); err != nil {
 		t.Fatal(err)
 	}
-	page1, err := s.ApplyListPage([]interface{}{pod("a", "change", "20", "n3"), pod("a", "keep", "5", "n1")})
+	page1, err := s.ApplyListPage(upserts(pod("a", "change", "20", "n3"), pod("a", "keep", "5", "n1")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	page2, err := s.ApplyListPage([]interface{}{pod("c", "new", "21", "n1")})
+	page2, err := s.ApplyListPage(upserts(pod("c", "new", "21", "n1")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,14 +200,14 @@ func TestRestartedRelistForgetsSeenKeys(t *testing.T) {
 	if err := s.BeginRelist("first"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApplyListPage([]interface{}{pod("a", "p1", "5", ""), pod("a", "p2", "6", "")}); err != nil {
+	if _, err := s.ApplyListPage(upserts(pod("a", "p1", "5", ""), pod("a", "p2", "6", ""))); err != nil {
 		t.Fatal(err)
 	}
 	// The continue token expired: the list restarts and p2 is gone by now.
 	if err := s.BeginRelist("restart"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApplyListPage([]interface{}{pod("a", "p1", "5", "")}); err != nil {
+	if _, err := s.ApplyListPage(upserts(pod("a", "p1", "5", ""))); err != nil {
 		t.Fatal(err)
 	}
 	dels, err := s.FinishRelist("9")

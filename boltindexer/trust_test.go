@@ -150,7 +150,7 @@ func relist(t testing.TB, s *boltindexer.Store, list []interface{}, rv string) {
 	if err := s.BeginRelist("test"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApplyListPage(list); err != nil {
+	if _, err := s.ApplyListPage(upserts(list...)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.FinishRelist(rv); err != nil {

@@ -41,6 +41,9 @@ type Change struct {
 	// OldErr is set when the previous record could not be decoded; the write
 	// still replaced it (Old is then nil).
 	OldErr error
+	// Absent is set on an Unchanged delete that found no object under its
+	// key (client-go's informer still notifies such a delete).
+	Absent bool
 }
 
 // writeMode selects when an upsert or delete is skipped.
@@ -132,6 +135,7 @@ func (s *Store) applyTx(b *cachefile.Buckets, o *op, mode writeMode) (Change, *c
 	}
 	if o.del {
 		if oldBytes == nil {
+			ch.Absent = true
 			return ch, nil, nil
 		}
 		if mode == newerOnly && !o.tombstone && old != nil && rvNewer(old.RV, o.rv) {
