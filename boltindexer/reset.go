@@ -38,15 +38,7 @@ func (s *Store) Reset() error {
 	s.indexMu.RLock()
 	defer s.indexMu.RUnlock()
 	err := s.write(nil, nil, func(b *cachefile.Buckets) error {
-		if err := b.Reset(); err != nil {
-			return err
-		}
-		for _, n := range sortedNames(s.indexers) {
-			if _, err := b.Idx.CreateBucket([]byte(n)); err != nil {
-				return err
-			}
-		}
-		if err := s.putIndexersTx(b, s.indexVersions); err != nil {
+		if err := s.emptyTx(b); err != nil {
 			return err
 		}
 		return s.touchTx(b)
@@ -56,4 +48,18 @@ func (s *Store) Reset() error {
 	}
 	s.seen("")
 	return nil
+}
+
+// emptyTx empties the store's buckets (cachefile.Buckets.Reset) and
+// recreates the registered indexes, empty. The caller holds indexMu.
+func (s *Store) emptyTx(b *cachefile.Buckets) error {
+	if err := b.Reset(); err != nil {
+		return err
+	}
+	for _, n := range sortedNames(s.indexers) {
+		if _, err := b.Idx.CreateBucket([]byte(n)); err != nil {
+			return err
+		}
+	}
+	return s.putIndexersTx(b, s.indexVersions)
 }
