@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
@@ -23,8 +24,13 @@ type Options struct {
 	NoSync bool
 	// Registerer, when set, receives the cache's Prometheus metrics.
 	Registerer prometheus.Registerer
-	// Logger is the cache's logger; klog.Background() if nil.
-	Logger *klog.Logger
+	// Logger receives every log line of the cache and its informers (their
+	// reflectors, queues and handler fan-out), so that a program logging
+	// through zap (zapr), controller-runtime or any other logr sink gets one
+	// format. A zero Logger (no sink) means klog.Background(), and then an
+	// informer's RunWithContext logs to the logger of its context if it has
+	// one, as client-go's informers do.
+	Logger logr.Logger
 	// AdminSocket, when set, is the path of a unix socket (mode 0600) on
 	// which the cache serves read-only queries and consistent snapshots of
 	// its stores, for `cachectl --socket` (the file itself is locked while
@@ -34,11 +40,14 @@ type Options struct {
 
 // Cache is one cache file and the informers that keep its stores current.
 type Cache struct {
-	db      *boltindexer.DB
-	opts    Options
-	logger  klog.Logger
-	metrics *metrics
-	admin   *admin.Server
+	db     *boltindexer.DB
+	opts   Options
+	logger klog.Logger
+	// loggerSet: Options.Logger was given; informers then ignore the
+	// logger of their Run context.
+	loggerSet bool
+	metrics   *metrics
+	admin     *admin.Server
 
 	// mu guards informers and closed.
 	mu        sync.Mutex
@@ -55,8 +64,8 @@ func Open(path string, opts Options) (*Cache, error) {
 		return nil, err
 	}
 	c := &Cache{db: db, opts: opts, informers: map[string]*Informer{}, logger: klog.Background()}
-	if opts.Logger != nil {
-		c.logger = *opts.Logger
+	if opts.Logger.GetSink() != nil {
+		c.logger, c.loggerSet = opts.Logger, true
 	}
 	c.metrics = newMetrics(c)
 	if opts.Registerer != nil {

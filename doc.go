@@ -1,8 +1,9 @@
 // Package boltinformer is a client-go informer whose cache lives on disk.
 //
 // Open a cache file with Open, then make informers on it with
-// Cache.NewInformer (or, for controller-runtime, Cache.NewInformerFunc as
-// cache.Options.NewInformer). Each informer implements client-go's
+// Cache.NewInformer, or get them from client-go's informer factories made
+// by package factory, or, for controller-runtime, through package
+// ctrlcache (Cache.NewInformerFunc as cache.Options.NewInformer). Each informer implements client-go's
 // cache.SharedIndexInformer: event handlers, generated listers and
 // cache.WaitForCacheSync work unchanged, but the objects and their indexes
 // live in a bbolt file (package boltindexer) together with the

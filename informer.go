@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -73,8 +74,8 @@ type InformerOptions struct {
 
 	// Clock drives resync and backoff; clock.RealClock if nil.
 	Clock clock.WithTicker
-	// Logger is the informer's logger; the cache's if nil.
-	Logger *klog.Logger
+	// Logger is the informer's logger; the cache's if zero (no sink).
+	Logger logr.Logger
 }
 
 // Informer is a cache.SharedIndexInformer whose store is on disk.
@@ -135,8 +136,8 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 		opts.Clock = clock.RealClock{}
 	}
 	logger := c.logger
-	if opts.Logger != nil {
-		logger = *opts.Logger
+	if opts.Logger.GetSink() != nil {
+		logger = opts.Logger
 	}
 	logger = klog.LoggerWithValues(logger, "store", opts.StoreName)
 
@@ -402,11 +403,12 @@ func (inf *Informer) Run(stopCh <-chan struct{}) {
 // RunWithContext runs the informer until ctx is done and returns only after
 // every goroutine it started has exited.
 func (inf *Informer) RunWithContext(ctx context.Context) {
-	logger := klog.FromContext(ctx)
-	if inf.opts.Logger != nil || logger.GetSink() == nil {
-		logger = inf.logger
-	} else {
-		logger = klog.LoggerWithValues(logger, "store", inf.name)
+	// The informer's or the cache's own logger wins over the context's.
+	logger := inf.logger
+	if inf.opts.Logger.GetSink() == nil && !inf.cache.loggerSet {
+		if l, err := logr.FromContext(ctx); err == nil {
+			logger = klog.LoggerWithValues(l, "store", inf.name)
+		}
 	}
 	ctx = klog.NewContext(ctx, logger)
 
