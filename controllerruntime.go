@@ -3,6 +3,7 @@ package boltinformer
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,11 +15,18 @@ import (
 )
 
 // Scope is what a controller-runtime manager's cache.Options select for one
-// type: the namespace (empty: all) and the label and field selectors.
+// type: the namespace (empty: all) and the label and field selectors, and
+// whether a transform (DefaultTransform, ByObject.Transform) changes the
+// objects before they are stored.
 type Scope struct {
 	Namespace     string
 	LabelSelector string
 	FieldSelector string
+	// Transform, when not empty, names the transform; the store is then
+	// another one than the untransformed type's
+	// (`ConfigMap.v1{transform="strip"}`), as its objects differ. Change
+	// the name when the transform changes what it keeps.
+	Transform string
 }
 
 // ControllerRuntimeOptions configure Cache.NewInformerFunc.
@@ -82,6 +90,9 @@ func (c *Cache) NewInformerFunc(opts ControllerRuntimeOptions) func(cache.Lister
 		if opts.Scope != nil {
 			s := opts.Scope(gvk)
 			io.Namespace, io.LabelSelector, io.FieldSelector = s.Namespace, s.LabelSelector, s.FieldSelector
+			if s.Transform != "" {
+				io.StoreName += "{transform=" + strconv.Quote(s.Transform) + "}"
+			}
 		}
 		io.ResyncPeriod = resync
 		io.Indexers = indexers

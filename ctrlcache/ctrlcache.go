@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -67,7 +68,10 @@ func Options(c *boltinformer.Cache, cfg *rest.Config, opts crcache.Options, cro 
 // Scope returns, for an example object of a type (typed, unstructured or
 // PartialObjectMetadata, with its GroupVersionKind set or known to
 // opts.Scheme), the namespace and selectors that a controller-runtime cache
-// built from opts lists and watches it with. opts.Mapper must be set.
+// built from opts lists and watches it with, and Transform "on" when the
+// cache transforms its objects (a function has no name: a store made
+// without a transform is never reused with one, and the other way round).
+// opts.Mapper must be set.
 func Scope(opts crcache.Options, obj runtime.Object) (boltinformer.Scope, error) {
 	return newProber(opts).scope(obj)
 }
@@ -96,11 +100,12 @@ func (p *prober) scope(obj runtime.Object) (boltinformer.Scope, error) {
 	opts.HTTPClient = &http.Client{Transport: rec}
 	var mu sync.Mutex // guards lws
 	var lws []cache.ListerWatcher
+	var transformed atomic.Bool
 	opts.NewInformer = func(lw cache.ListerWatcher, o runtime.Object, resync time.Duration, idx cache.Indexers) cache.SharedIndexInformer {
 		mu.Lock()
 		lws = append(lws, lw)
 		mu.Unlock()
-		return probeInformer{cache.NewSharedIndexInformer(lw, o, resync, idx)}
+		return &probeInformer{SharedIndexInformer: cache.NewSharedIndexInformer(lw, o, resync, idx), transformed: &transformed}
 	}
 	// The host is never contacted: the recorder answers every request.
 	c, err := crcache.New(&rest.Config{Host: "http://ctrlcache.probe.invalid"}, opts)
@@ -120,18 +125,31 @@ func (p *prober) scope(obj runtime.Object) (boltinformer.Scope, error) {
 		return boltinformer.Scope{}, fmt.Errorf("%w: the ListerWatcher of %T cannot list with a context", ErrProbe, obj)
 	}
 	_, _ = lister.ListWithContext(context.Background(), metav1.ListOptions{})
-	return rec.scope()
+	s, err := rec.scope()
+	if transformed.Load() {
+		s.Transform = "on"
+	}
+	return s, err
 }
 
 // probeInformer is an informer of a probe cache: never run, and reporting
 // itself synced so that nothing controller-runtime starts to wait for it
-// (a multi-namespace cache does) outlives the probe.
+// (a multi-namespace cache does) outlives the probe. It records whether
+// the cache gives it a transform.
 type probeInformer struct {
 	cache.SharedIndexInformer
+	transformed *atomic.Bool
 }
 
-func (probeInformer) HasSynced() bool                     { return true }
-func (probeInformer) HasSyncedChecker() cache.DoneChecker { return syncedChecker{} }
+func (p *probeInformer) SetTransform(fn cache.TransformFunc) error {
+	if fn != nil {
+		p.transformed.Store(true)
+	}
+	return p.SharedIndexInformer.SetTransform(fn)
+}
+
+func (*probeInformer) HasSynced() bool                     { return true }
+func (*probeInformer) HasSyncedChecker() cache.DoneChecker { return syncedChecker{} }
 
 type syncedChecker struct{}
 

@@ -90,6 +90,11 @@ func TestScope(t *testing.T) {
 			unstructuredConfigMap(), boltinformer.Scope{Namespace: "a", FieldSelector: "metadata.name=x"}},
 		{"metadata", crcache.Options{ByObject: map[client.Object]crcache.ByObject{&v1.Secret{}: {Field: name}}},
 			metadataSecret(), boltinformer.Scope{FieldSelector: "metadata.name=x"}},
+		{"default transform", crcache.Options{DefaultTransform: func(o interface{}) (interface{}, error) { return o, nil }},
+			&v1.ConfigMap{}, boltinformer.Scope{Transform: "on"}},
+		{"transform of another type", crcache.Options{ByObject: map[client.Object]crcache.ByObject{
+			&v1.Secret{}: {Transform: func(o interface{}) (interface{}, error) { return o, nil }},
+		}}, &v1.ConfigMap{}, boltinformer.Scope{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
