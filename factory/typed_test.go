@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -210,5 +211,31 @@ func TestTransformNamesStoreAndApplies(t *testing.T) {
 	}
 	if p.Labels != nil {
 		t.Fatalf("stored pod has labels %v; the transform was not applied", p.Labels)
+	}
+}
+
+// notInScheme is a type client-go's scheme does not know.
+type notInScheme struct {
+	metav1.TypeMeta
+	metav1.ObjectMeta
+}
+
+func (n *notInScheme) DeepCopyObject() runtime.Object { c := *n; return &c }
+
+// TestInformerForUnknownType: a type the factory cannot list reports why
+// and never syncs.
+func TestInformerForUnknownType(t *testing.T) {
+	c, _ := openCache(t)
+	defer c.Close()
+	f := factory.NewSharedInformerFactory(c, fake.NewClientset(), 0)
+	inf := f.InformerFor(&notInScheme{}, nil)
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{}); !errors.Is(err, factory.ErrUnknownType) {
+		t.Fatalf("AddEventHandler: %v, want ErrUnknownType", err)
+	}
+	if inf.HasSynced() {
+		t.Fatal("the failed informer claims to be synced")
+	}
+	if _, err := f.ForResource(schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "widgets"}); !errors.Is(err, factory.ErrUnknownResource) {
+		t.Fatalf("ForResource of a CRD: %v, want ErrUnknownResource (use the dynamic factory)", err)
 	}
 }
