@@ -11,9 +11,14 @@
 //
 // Every informer a factory makes is a *boltinformer.Informer whose
 // ListerWatcher makes exactly the requests client-go's generated informer
-// would (the same client call, namespace and tweaked list options), so its
-// store lives in the cache file and a restarted process resumes its WATCH
-// instead of listing again.
+// would (the same typed, dynamic or metadata client call, namespace and
+// tweaked list options), so its store lives in the cache file and a
+// restarted process resumes its WATCH instead of listing again. The
+// generated accessors (Pods().Informer()) wrap it in client-go's typed
+// informer; InformerFor(&v1.Pod{}, nil) and ForResource return it as is.
+// An informer that cannot be made (a duplicate store, an unknown type)
+// reports why through the cache's logger and never syncs, so that
+// WaitForCacheSync fails instead of the program caching nothing silently.
 //
 // A factory's namespace, tweaked list options and transform are part of
 // each store's name (see StoreName), so two factories with different
