@@ -11,6 +11,12 @@
 //   - The relist itself: a consistent, paged LIST (ResourceVersion="",
 //     Limit=PageSize, Continue) or, when enabled, a WatchList stream
 //     (sendInitialEvents=true) with a fallback to the paged LIST.
+//   - With Options.CheckResumeRV, checking before every WATCH that resumes
+//     from an RV (not one a relist just returned) that the RV is not ahead of
+//     the cluster's current one, with one consistent LIST with Limit=1. The
+//     apiserver accepts a WATCH from an RV it has not reached (after an etcd
+//     restore, or on another cluster) and sends nothing; the reflector
+//     relists instead (RelistRVAhead).
 //   - Translating watch events into Sink calls in the order they arrive.
 //   - Tracking the last RV it has seen and handed to the sink
 //     (LastSyncResourceVersion) and re-watching from it after a watch ends.
