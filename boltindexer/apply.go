@@ -136,7 +136,7 @@ func (s *Store) BeginRelist(reason string) error {
 	})
 }
 
-// ApplyListPage stores the objects of one list page whose RV differs from
+// ApplyListPage stores the objects of one list page whose RV or UID differs from
 // the stored one and marks every key of the page as seen. Unchanged
 // objects produce no write and an Unchanged change.
 func (s *Store) ApplyListPage(objs []interface{}) ([]Change, error) {

@@ -26,6 +26,8 @@ var (
 	ErrInvalidStoreName = errors.New("invalid store name")
 	// ErrNoRelist means FinishRelist or ApplyListPage was called without BeginRelist.
 	ErrNoRelist = errors.New("no relist in progress")
+	// ErrNoClusterID means SetCluster was given an empty cluster identity.
+	ErrNoClusterID = errors.New("empty cluster identity")
 	// ErrInconsistent means an invariant check found a mismatch.
 	ErrInconsistent = errors.New("store is inconsistent")
 )
