@@ -410,6 +410,11 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 		logger = klog.LoggerWithValues(logger, "store", inf.name)
 	}
 	ctx = klog.NewContext(ctx, logger)
+	clusterRelist, ok := inf.checkCluster(ctx)
+	if !ok {
+		inf.markStoppedBeforeStart()
+		return
+	}
 
 	inf.startedMu.Lock()
 	if inf.started || inf.stopped {
@@ -438,17 +443,22 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 		EmitDeltaTypeBookmark: true,
 		BatchSize:             inf.opts.BatchSize,
 	})
+	// Only the WATCH from the stored RV syncs a warm start: one after a
+	// relist (410, RV ahead) is established before the queue has applied the
+	// relist, and finishRelist marks the informer synced then.
 	refl := reflector.New(inf.lw, inf.objType, queue, reflector.Options{
 		Name:                  inf.name,
 		StartRV:               rv,
-		MustRelist:            relisting,
+		MustRelist:            relisting || clusterRelist != "",
+		MustRelistReason:      clusterRelist,
+		CheckResumeRV:         true,
 		PageSize:              inf.opts.PageSize,
 		WatchList:             inf.opts.WatchList,
 		Clock:                 inf.clock,
 		Logger:                &logger,
 		Metrics:               reflectorMetrics{inf},
 		WatchErrorHandler:     inf.watchErrorHandler,
-		OnWatchEstablished:    func(string) { warmGate.watchEstablished() },
+		OnWatchEstablished:    func(from string) { warmGate.watchEstablished(from == rv) },
 		WatchEstablishedAfter: inf.opts.WatchEstablishedAfter,
 	})
 	inf.refl = refl
@@ -534,7 +544,10 @@ func (w *warmStart) replayed() {
 	w.markIfReadyLocked()
 }
 
-func (w *warmStart) watchEstablished() {
+func (w *warmStart) watchEstablished(fromStoredRV bool) {
+	if !fromStoredRV {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.watchIsEstablished = true
