@@ -62,7 +62,7 @@ func run(ctx context.Context, kubeconfig, db, namespace string) error {
 	if err != nil {
 		return err
 	}
-	c, err := boltinformer.Open(db, boltinformer.Options{})
+	c, err := boltinformer.Open(db, boltinformer.Options{ClusterIdentity: boltinformer.KubeSystemUID(client.CoreV1())})
 	if err != nil {
 		return err
 	}
