@@ -22,6 +22,11 @@
 //   - a relist diffs against disk: objects whose resourceVersion did not
 //     change produce no event, keys missing from the list produce OnDelete
 //     with a cache.DeletedFinalStateUnknown;
+//   - every WATCH resumed from a stored resourceVersion is preceded by one
+//     LIST with limit=1 that checks the resourceVersion is not ahead of the
+//     cluster's (an etcd restore, another cluster); with
+//     Options.ClusterIdentity, a store of another cluster is emptied and
+//     relisted before anything is replayed;
 //   - events at or below an object's stored resourceVersion are dropped;
 //   - the store hands out freshly decoded objects (no shared pointers) unless
 //     the optional hot-object cache is on.
