@@ -41,6 +41,20 @@ type Options struct {
 	OnCorruption CorruptionPolicy
 	// Now is the clock for file names and timestamps; time.Now if nil.
 	Now func() time.Time
+	// ClusterIdentity, when set, identifies the cluster the informers'
+	// ListerWatchers talk to; KubeSystemUID(clientset.CoreV1()) is the usual
+	// one. Each informer calls it when it starts, before it replays or
+	// resumes anything, and records the answer with its store: a store that
+	// belonged to another cluster (the file was copied, the cluster was
+	// recreated) is emptied and relisted, never resumed. While it fails the
+	// informer retries with a backoff and does not sync.
+	//
+	// Without it, a file that meets another cluster is caught only when its
+	// stored resourceVersion is ahead of that cluster's current one (every
+	// resumed WATCH is checked first with one LIST limit=1); another cluster
+	// whose resourceVersion has passed the stored one is then resumed from,
+	// and the objects that differ between the two clusters stay stale.
+	ClusterIdentity ClusterIdentityFunc
 	// AdminSocket, when set, is the path of a unix socket (mode 0600) on
 	// which the cache serves read-only queries and consistent snapshots of
 	// its stores, for `cachectl --socket` (the file itself is locked while

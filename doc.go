@@ -14,6 +14,9 @@
 // method's documentation says so: the warm-start replay of stored objects
 // (InformerOptions.DisableReplay), relists diffed against disk (unchanged
 // objects produce no event, missing keys a cache.DeletedFinalStateUnknown),
+// a LIST with limit=1 before every WATCH resumed from a stored
+// resourceVersion, relisting when it is ahead of the cluster's (and, with
+// Options.ClusterIdentity, a store of another cluster emptied and relisted),
 // events at or below an object's stored resourceVersion dropped, and objects
 // decoded afresh on every read unless the hot-object cache is on.
 package boltinformer

@@ -38,6 +38,8 @@ type Informer struct {
 	// loggerSet: the cache's Options.Logger was given, so Run ignores the
 	// logger of its context.
 	loggerSet bool
+	// clusterIdentity is the cache's Options.ClusterIdentity (nil: none).
+	clusterIdentity ClusterIdentityFunc
 
 	// startedMu guards the fields below it. Lock order: startedMu, then blockDeltas.
 	startedMu         sync.Mutex
@@ -115,17 +117,18 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 		logger.Info("Rebuilt indexes from disk", "rebuilt", r.RebuiltIndexes, "dropped", r.DroppedIndexes, "duration", r.RebuildDuration)
 	}
 	inf := &Informer{
-		lw:           lw,
-		objType:      exampleObject,
-		gvk:          gvk,
-		opts:         opts,
-		name:         opts.StoreName,
-		store:        store,
-		clock:        opts.Clock,
-		logger:       logger,
-		onCorruption: c.opts.OnCorruption,
-		loggerSet:    c.loggerSet,
-		synced:       make(chan struct{}),
+		lw:              lw,
+		objType:         exampleObject,
+		gvk:             gvk,
+		opts:            opts,
+		name:            opts.StoreName,
+		store:           store,
+		clock:           opts.Clock,
+		logger:          logger,
+		onCorruption:    c.opts.OnCorruption,
+		loggerSet:       c.loggerSet,
+		clusterIdentity: c.opts.ClusterIdentity,
+		synced:          make(chan struct{}),
 		processor: processor.New(processor.Options{
 			ResyncPeriod: opts.ResyncPeriod,
 			Clock:        opts.Clock,

@@ -59,7 +59,8 @@ type metrics struct {
 // Values of the labels that counters are initialised with.
 var (
 	changeLabel  = [4]string{"unchanged", "added", "updated", "deleted"} // indexed by boltindexer.ChangeType
-	relistLabels = []reflector.RelistReason{reflector.RelistColdStart, reflector.RelistRequired, reflector.RelistExpired, reflector.RelistTooLargeRV}
+	relistLabels = []reflector.RelistReason{reflector.RelistColdStart, reflector.RelistRequired, reflector.RelistExpired, reflector.RelistTooLargeRV,
+		reflector.RelistRVAhead, reflector.RelistClusterChanged}
 	replayLabels = []string{replayWarmStart, replayHandlerAdded}
 )
 

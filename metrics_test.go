@@ -84,9 +84,11 @@ boltinformer_list_watch_errors_total{file="%[1]s",store="Pod.v1"} 0
 boltinformer_objects_dropped_total{file="%[1]s",store="Pod.v1"} 0
 # HELP boltinformer_relists_total Relists started, by reason.
 # TYPE boltinformer_relists_total counter
+boltinformer_relists_total{file="%[1]s",reason="cluster_changed",store="Pod.v1"} 0
 boltinformer_relists_total{file="%[1]s",reason="cold_start",store="Pod.v1"} %[4]d
 boltinformer_relists_total{file="%[1]s",reason="expired",store="Pod.v1"} 0
 boltinformer_relists_total{file="%[1]s",reason="must_relist",store="Pod.v1"} 0
+boltinformer_relists_total{file="%[1]s",reason="rv_ahead_of_cluster",store="Pod.v1"} 0
 boltinformer_relists_total{file="%[1]s",reason="too_large_rv",store="Pod.v1"} 0
 # HELP boltinformer_synced 1 once the store has synced (the informer's HasSynced), else 0.
 # TYPE boltinformer_synced gauge
@@ -289,7 +291,12 @@ func TestStoredRVTimestampMovesOnlyWithTheStoredRV(t *testing.T) {
 	eventually(t, "the timestamp to move with the event", func() bool { return ts() > bookmarked })
 	evented := ts()
 
-	// A watch that ends after events is a disconnect; a 410 an error and a relist.
+	// A watch that ends after events is a disconnect; a 410 an error and a
+	// relist. The cluster is at the event's RV, so the resume check before
+	// the next WATCH passes.
+	lw.mu.Lock()
+	lw.rv = "21"
+	lw.mu.Unlock()
 	w.Stop()
 	w = <-lw.watches
 	eventually(t, "one disconnect counted", func() bool { return counter("boltinformer_watch_disconnects_total") == 1 })

@@ -37,6 +37,11 @@ func (inf *Informer) Run(stopCh <-chan struct{}) {
 // holds until ctx is done and the queue is drained).
 func (inf *Informer) RunWithContext(ctx context.Context) {
 	ctx, logger := inf.runContext(ctx)
+	clusterRelist, ok := inf.checkCluster(ctx)
+	if !ok {
+		inf.markStoppedBeforeStart()
+		return
+	}
 
 	// The processor stops strictly after the process loop, as client-go's
 	// does after its controller: the loop distributes until it returns.
@@ -46,7 +51,7 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 	defer stopProcessor()
 
 	var wg sync.WaitGroup
-	p := inf.startAndReplay(ctx, logger, func(p *pipeline) {
+	p := inf.startAndReplay(ctx, logger, clusterRelist, func(p *pipeline) {
 		procWG.Go(func() { inf.processor.Run(procCtx) })
 		// The reflector starts before the replay: while stored objects
 		// stream from disk, its watch is being established. Its deltas wait
@@ -110,9 +115,9 @@ type pipeline struct {
 // added after it sees started, waits for blockDeltas and replays the store
 // to itself alone (AddEventHandlerWithOptions); and no delta is applied in
 // between, since applying a batch takes blockDeltas too.
-func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, launch func(*pipeline)) *pipeline {
+func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, clusterRelist reflector.RelistReason, launch func(*pipeline)) *pipeline {
 	inf.startedMu.Lock()
-	p := inf.newPipelineLocked(logger)
+	p := inf.newPipelineLocked(logger, clusterRelist)
 	if p == nil {
 		inf.startedMu.Unlock()
 		return nil
@@ -141,8 +146,10 @@ func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, lau
 
 // newPipelineLocked reads the store's state and builds the queue and the
 // reflector, or returns nil if the informer has already run or the state
-// cannot be read. The caller holds startedMu.
-func (inf *Informer) newPipelineLocked(logger klog.Logger) *pipeline {
+// cannot be read. clusterRelist, when set, is why the first list must be a
+// relist (checkCluster emptied a store of another cluster). The caller
+// holds startedMu.
+func (inf *Informer) newPipelineLocked(logger klog.Logger, clusterRelist reflector.RelistReason) *pipeline {
 	if inf.started || inf.stopped {
 		logger.Info("Warning: the informer has started, run more than once is not allowed")
 		return nil
@@ -175,17 +182,22 @@ func (inf *Informer) newPipelineLocked(logger klog.Logger) *pipeline {
 		EmitDeltaTypeBookmark: true,
 		BatchSize:             inf.opts.BatchSize,
 	})
+	// Only the WATCH from the stored RV syncs a warm start: one after a
+	// relist (410, RV ahead) is established before the queue has applied the
+	// relist, and finishRelist marks the informer synced then.
 	refl := reflector.New(inf.lw, inf.objType, queue, reflector.Options{
 		Name:                  inf.name,
 		StartRV:               rv,
-		MustRelist:            relisting,
+		MustRelist:            relisting || clusterRelist != "",
+		MustRelistReason:      clusterRelist,
+		CheckResumeRV:         true,
 		PageSize:              inf.opts.PageSize,
 		WatchList:             inf.opts.WatchList,
 		Clock:                 inf.clock,
 		Logger:                &logger,
 		Metrics:               reflectorMetrics{inf},
 		WatchErrorHandler:     inf.watchErrorHandler,
-		OnWatchEstablished:    func(string) { warm.watchEstablished() },
+		OnWatchEstablished:    func(from string) { warm.watchEstablished(from == rv) },
 		WatchEstablishedAfter: inf.opts.WatchEstablishedAfter,
 	})
 	return &pipeline{
@@ -265,7 +277,10 @@ func (w *warmStart) replayed() {
 	w.markIfReadyLocked()
 }
 
-func (w *warmStart) watchEstablished() {
+func (w *warmStart) watchEstablished(fromStoredRV bool) {
+	if !fromStoredRV {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.watchIsEstablished = true

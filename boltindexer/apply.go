@@ -136,8 +136,8 @@ func (s *Store) BeginRelist(reason string) error {
 	})
 }
 
-// ApplyListPage stores the objects of one list page (upserts only) whose RV
-// differs from the stored one and marks every key of the page as seen.
+// ApplyListPage stores the objects of one list page (upserts only) whose RV or
+// UID differs from the stored one and marks every key of the page as seen.
 // Unchanged objects produce no write and an Unchanged change.
 func (s *Store) ApplyListPage(ops []Op) ([]Change, error) {
 	s.indexMu.RLock()

@@ -54,7 +54,7 @@ const (
 	overwrite writeMode = iota
 	// newerOnly skips events at or below the stored object's RV (watch events).
 	newerOnly
-	// differentOnly skips items whose RV equals the stored one (relist pages).
+	// differentOnly skips items whose RV and UID equal the stored ones (relist pages).
 	differentOnly
 )
 
@@ -157,7 +157,9 @@ func (s *Store) applyTx(b *cachefile.Buckets, o *op, mode writeMode) (Change, *c
 				return ch, nil, nil
 			}
 		case differentOnly:
-			if o.rv == old.RV && o.rv != "" {
+			// The UID too: after an RV-ahead relist, another object may
+			// carry a stored object's key and RV.
+			if o.rv == old.RV && o.rv != "" && o.rec.UID == old.UID {
 				return ch, nil, nil
 			}
 		}

@@ -10,7 +10,10 @@
 // events into Sink calls in arrival order; LastSyncResourceVersion, the last
 // RV the sink accepted, from which a watch that ends is resumed (a normal
 // end at once, any failure after a backoff step on an injected clock, and
-// reported to the WatchErrorHandler). It must never persist or advance the
+// reported to the WatchErrorHandler); and, with Options.CheckResumeRV, one
+// consistent LIST with Limit=1 before every WATCH that resumes from an RV,
+// relisting when that RV is ahead of the cluster's (an etcd restore, another
+// cluster: the apiserver accepts such a WATCH and sends nothing). It must never persist or advance the
 // store's RV itself (the store decides when an RV is durable), hold a whole
 // list in memory, resume from an RV the sink did not accept, or leave a
 // goroutine running after Run returns.

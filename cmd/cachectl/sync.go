@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
@@ -207,7 +208,12 @@ func (o *syncOptions) run(ctx context.Context, e *env) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	c, err := boltinformer.Open(o.db, boltinformer.Options{LockTimeout: o.timeout, Registerer: reg, AdminSocket: o.socket, Logger: logger})
+	core, err := corev1client.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	c, err := boltinformer.Open(o.db, boltinformer.Options{LockTimeout: o.timeout, Registerer: reg, AdminSocket: o.socket, Logger: logger,
+		ClusterIdentity: boltinformer.KubeSystemUID(core)})
 	if err != nil {
 		if errors.Is(err, cachefile.ErrLocked) {
 			return newError(cachefile.ErrLocked, "%s is locked by another process (waited %s): is another cachectl sync running on it?", o.db, o.timeout)

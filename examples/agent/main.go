@@ -81,7 +81,8 @@ func run(ctx context.Context, kubeconfig, db, namespace, socket, metricsAddr str
 	}
 	// The cache's metrics go to a registry of their own, served below.
 	registry := prometheus.NewRegistry()
-	c, err := boltinformer.Open(db, boltinformer.Options{AdminSocket: socket, Registerer: registry})
+	c, err := boltinformer.Open(db, boltinformer.Options{AdminSocket: socket, Registerer: registry,
+		ClusterIdentity: boltinformer.KubeSystemUID(client.CoreV1())})
 	if err != nil {
 		return err
 	}
