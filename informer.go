@@ -487,8 +487,14 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 	})
 
 	switch {
-	case warm:
-		logger.Info("Resuming watch from the stored resourceVersion", "resourceVersion", rv, "replay", !inf.opts.DisableReplay)
+	case warm || relisting:
+		// Resuming an unfinished relist replays too: its diff against disk
+		// notifies only what differs from the pages already applied.
+		if relisting {
+			logger.Info("Relisting: the last relist did not finish", "reason", reason, "replay", !inf.opts.DisableReplay)
+		} else {
+			logger.Info("Resuming watch from the stored resourceVersion", "resourceVersion", rv, "replay", !inf.opts.DisableReplay)
+		}
 		if !inf.opts.DisableReplay {
 			n := 0
 			err := inf.store.ForEach(func(obj interface{}) error {
@@ -505,8 +511,6 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 			logger.V(2).Info("Replayed stored objects", "objects", n)
 		}
 		warmGate.replayed()
-	case relisting:
-		logger.Info("Relisting: the last relist did not finish", "reason", reason)
 	default:
 		logger.Info("Relisting: the store has no resourceVersion (cold start)")
 	}
