@@ -12,6 +12,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/deltafifo"
+	"github.com/boltinformer/boltinformer/internal/failpoint"
 	"github.com/boltinformer/boltinformer/processor"
 )
 
@@ -103,6 +104,7 @@ func (inf *Informer) applyEvents(ctx context.Context, run []cache.Delta) error {
 	if err != nil {
 		return err
 	}
+	failpoint.Inject("boltinformer.afterCommit") // committed, handlers not yet notified
 	for i, ch := range changes {
 		inf.notify(ch, run[i].Object, false)
 	}
@@ -214,6 +216,7 @@ func (inf *Informer) finishRelist(ctx context.Context, rv string) error {
 		return err
 	}
 	inf.metrics.observeCommit(0, 0, dels)
+	failpoint.Inject("boltinformer.afterFinishRelist") // relist committed, its deletes not yet notified
 	for _, ch := range dels {
 		inf.processor.Distribute(processor.Delete{Obj: cache.DeletedFinalStateUnknown{Key: ch.Key, Obj: ch.Old}})
 	}

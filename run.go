@@ -130,14 +130,18 @@ func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, clu
 
 	launch(p)
 	switch {
-	case p.warm.warm:
-		logger.Info("Resuming watch from the stored resourceVersion", "resourceVersion", p.rv, "replay", !inf.opts.DisableReplay)
+	case p.warm.warm || p.relisting:
+		// Resuming an unfinished relist replays too: its diff against disk
+		// notifies only what differs from the pages already applied.
+		if p.relisting {
+			logger.Info("Relisting: the last relist did not finish", "reason", p.reason, "replay", !inf.opts.DisableReplay)
+		} else {
+			logger.Info("Resuming watch from the stored resourceVersion", "resourceVersion", p.rv, "replay", !inf.opts.DisableReplay)
+		}
 		if !inf.opts.DisableReplay {
 			inf.replayStored(ctx, logger)
 		}
 		p.warm.replayed()
-	case p.relisting:
-		logger.Info("Relisting: the last relist did not finish", "reason", p.reason)
 	default:
 		logger.Info("Relisting: the store has no resourceVersion (cold start)")
 	}
@@ -160,13 +164,13 @@ func (inf *Informer) newPipelineLocked(logger klog.Logger, clusterRelist reflect
 		logger.Error(err, "Cannot read the store's state; not starting")
 		return nil
 	}
-	if rv != "" && !relisting {
+	if rv != "" || relisting {
 		ok, rebuilt := inf.checkStoredRecords(logger)
 		if !ok {
 			return nil
 		}
 		if rebuilt {
-			rv = "" // the store is empty and relists
+			rv, relisting = "", false // the store is empty: a cold start
 		}
 	}
 	// A warm start is synced once the replay is distributed and the watch

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+
+	"github.com/boltinformer/boltinformer/internal/failpoint"
 )
 
 // maxListRestarts bounds how often one relist starts its paged LIST over
@@ -113,6 +115,7 @@ func (r *Reflector) listOnce(ctx context.Context, reason RelistReason) error {
 		}
 		// A continued request carries only the token: it encodes the RV.
 		opts.Continue = next
+		failpoint.Inject("reflector.betweenListPages") // a page handed over, the next not yet requested
 	}
 	if err := r.sink.EndRelist(listRV); err != nil {
 		return fmt.Errorf("%w: EndRelist: %w", ErrSink, err)
