@@ -124,8 +124,8 @@ type Results struct {
 	Machine  Machine           `json:"machine"`
 	Children map[string]Result `json:"children"`
 	// Wire are the objects' wire sizes by source and N ("fake/10000").
-	Wire  map[string]WireSizes   `json:"wire"`
-	Real  map[string]RealMetrics `json:"real,omitempty"`
+	Wire map[string]WireSizes   `json:"wire"`
+	Real map[string]RealMetrics `json:"real,omitempty"`
 	// Container is the container scenario (nil: not run).
 	Container *ContainerResult `json:"container,omitempty"`
 	Notes     []string         `json:"notes,omitempty"`

@@ -60,7 +60,7 @@ func ratioAtLeast(limit float64) func(Row) bool {
 	return func(r Row) bool { return r.RefValue > 0 && r.Value/r.RefValue >= limit }
 }
 
-func valueAtMost(limit float64) func(Row) bool  { return func(r Row) bool { return r.Value <= limit } }
+func valueAtMost(limit float64) func(Row) bool { return func(r Row) bool { return r.Value <= limit } }
 
 // Rows turns the results into report rows, in scenario order.
 func Rows(res *Results) []Row {
