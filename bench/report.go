@@ -474,7 +474,7 @@ func formatBytes(v float64) string {
 }
 
 func formatRatio(r Row) string {
-	if r.RefValue <= 0 {
+	if r.RefValue <= 0 || math.IsNaN(r.Ratio) {
 		return "-"
 	}
 	x := r.Ratio
