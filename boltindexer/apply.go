@@ -110,7 +110,10 @@ func (s *Store) RelistInProgress() (bool, string, error) {
 }
 
 // BeginRelist starts (or restarts) a paged relist: it sets the relist
-// marker, which freezes the stored RV, and forgets the keys seen so far.
+// marker, which freezes the stored RV, and forgets the keys seen so far. A
+// relist of an empty store keeps no seen keys: every key it ends with came
+// from the list, so FinishRelist has nothing to sweep (a cold start would
+// otherwise read the whole file back at its end).
 func (s *Store) BeginRelist(reason string) error {
 	if reason == "" {
 		reason = "relist"
@@ -121,8 +124,10 @@ func (s *Store) BeginRelist(reason string) error {
 				return err
 			}
 		}
-		if _, err := b.root.CreateBucket(schema.SeenBucket); err != nil {
-			return err
+		if k, _ := b.objects.Cursor().First(); k != nil {
+			if _, err := b.root.CreateBucket(schema.SeenBucket); err != nil {
+				return err
+			}
 		}
 		if err := b.state.Put(schema.StateRelist, []byte(reason)); err != nil {
 			return err
@@ -149,14 +154,17 @@ func (s *Store) ApplyListPage(objs []interface{}) ([]Change, error) {
 	changes := make([]Change, len(objs))
 	olds := make([][]byte, len(objs))
 	err := s.write(keys, func() []hotEntry { return fillFor(prepared, changes) }, func(b *storeBuckets) error {
-		seen := b.root.Bucket(schema.SeenBucket)
-		if seen == nil || b.state.Get(schema.StateRelist) == nil {
+		if b.state.Get(schema.StateRelist) == nil {
 			return ErrNoRelist
 		}
+		seen := b.root.Bucket(schema.SeenBucket) // nil: the relist began on an empty store
 		for i, p := range prepared {
 			var err error
 			if changes[i], olds[i], err = s.applyLocked(b, p, differentOnly); err != nil {
 				return err
+			}
+			if seen == nil {
+				continue
 			}
 			if err := seen.Put([]byte(p.key), nil); err != nil {
 				return err
@@ -179,15 +187,16 @@ func (s *Store) FinishRelist(rv string) ([]Change, error) {
 	var olds [][]byte
 	err := s.write(nil, nil, func(b *storeBuckets) error {
 		changes, olds = changes[:0], olds[:0]
-		seen := b.root.Bucket(schema.SeenBucket)
-		if seen == nil || b.state.Get(schema.StateRelist) == nil {
+		if b.state.Get(schema.StateRelist) == nil {
 			return ErrNoRelist
 		}
 		var doomed []string
-		c := b.objects.Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.Next() {
-			if seen.Get(k) == nil {
-				doomed = append(doomed, string(k))
+		if seen := b.root.Bucket(schema.SeenBucket); seen != nil {
+			c := b.objects.Cursor()
+			for k, _ := c.First(); k != nil; k, _ = c.Next() {
+				if seen.Get(k) == nil {
+					doomed = append(doomed, string(k))
+				}
 			}
 		}
 		for _, key := range doomed {
@@ -197,8 +206,10 @@ func (s *Store) FinishRelist(rv string) ([]Change, error) {
 			}
 			changes, olds = append(changes, ch), append(olds, old)
 		}
-		if err := b.root.DeleteBucket(schema.SeenBucket); err != nil {
-			return err
+		if b.root.Bucket(schema.SeenBucket) != nil {
+			if err := b.root.DeleteBucket(schema.SeenBucket); err != nil {
+				return err
+			}
 		}
 		if err := b.state.Delete(schema.StateRelist); err != nil {
 			return err
