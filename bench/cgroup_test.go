@@ -48,6 +48,8 @@ func TestMemoryCgroup(t *testing.T) {
 	}
 	t.Logf("memory cgroups: %s, under %s", p.Version(), p.Dir)
 	const limit = 256 << 20
+	// The kernel may charge a page or so past the limit before it reclaims.
+	const slack = 1 << 20
 	run := func(alloc int) ([]byte, error, CgroupStats) {
 		t.Helper()
 		cg, err := p.NewMemoryCgroup("test", limit)
@@ -75,7 +77,7 @@ func TestMemoryCgroup(t *testing.T) {
 	if err != nil {
 		t.Fatalf("32 MiB under a 256 MiB limit: %v\n%s", err, out)
 	}
-	if st.OOMKills != 0 || (st.Peak != 0 && st.Peak < 32<<20) || st.Peak > limit {
+	if st.OOMKills != 0 || (st.Peak != 0 && st.Peak < 32<<20) || st.Peak > limit+slack {
 		t.Errorf("32 MiB under a 256 MiB limit: stats %+v, want no OOM kill and a peak in [32 MiB, 256 MiB]", st)
 	}
 
@@ -88,7 +90,7 @@ func TestMemoryCgroup(t *testing.T) {
 	if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Errorf("512 MiB under a 256 MiB limit: %v, want killed by SIGKILL", err)
 	}
-	if st.OOMKills < 1 || st.Peak > limit {
+	if st.OOMKills < 1 || st.Peak > limit+slack {
 		t.Errorf("512 MiB under a 256 MiB limit: stats %+v, want an OOM kill and a peak ≤ 256 MiB", st)
 	}
 }
