@@ -10,14 +10,13 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/internal/fileutil"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // CompactOptions configure Compact.
 type CompactOptions struct {
 	// LockTimeout bounds the wait for another process's lock; zero means
-	// boltindexer.DefaultLockTimeout.
+	// cachefile.DefaultLockTimeout.
 	LockTimeout time.Duration
 	// TxMaxSize bounds the bytes copied per transaction; zero means
 	// DefaultTxMaxSize.
@@ -41,11 +40,11 @@ type CompactReport struct {
 // change to dst, so after a crash dst is either the old file or the
 // complete compacted one. Compact holds src's exclusive lock throughout and
 // dst's too when it replaces an existing file (Force), so it fails with
-// ErrLocked while a process uses either. It works on any schema version.
+// cachefile.ErrLocked while a process uses either. It works on any schema version.
 func Compact(src, dst string, opts CompactOptions) (rep CompactReport, err error) {
 	start := time.Now()
 	if opts.LockTimeout <= 0 {
-		opts.LockTimeout = boltindexer.DefaultLockTimeout
+		opts.LockTimeout = cachefile.DefaultLockTimeout
 	}
 	if opts.TxMaxSize <= 0 {
 		opts.TxMaxSize = DefaultTxMaxSize
@@ -55,7 +54,7 @@ func Compact(src, dst string, opts CompactOptions) (rep CompactReport, err error
 	}
 	rep = CompactReport{Src: src, Dst: dst}
 	defer func() { rep.Duration = time.Since(start) }()
-	if dst, err = fileutil.Resolve(dst); err != nil {
+	if dst, err = cachefile.Resolve(dst); err != nil {
 		return rep, err
 	}
 
@@ -65,7 +64,7 @@ func Compact(src, dst string, opts CompactOptions) (rep CompactReport, err error
 	}
 	if empty, err := zeroLength(src); err != nil || empty {
 		if empty {
-			err = fmt.Errorf("compact %s: %w: empty file", src, ErrNotBolt)
+			err = fmt.Errorf("compact %s: %w: empty file", src, cachefile.ErrNotCacheFile)
 		}
 		return rep, err
 	}
@@ -78,15 +77,20 @@ func Compact(src, dst string, opts CompactOptions) (rep CompactReport, err error
 		rep.SizeBefore = fi.Size()
 	}
 	if !inPlace {
-		release, err := fileutil.ClaimDestination(dst, opts.Force, opts.LockTimeout)
+		release, err := cachefile.ClaimDestination(dst, opts.Force, opts.LockTimeout)
 		if err != nil {
 			return rep, fmt.Errorf("compact %s to %s: %w", src, dst, err)
 		}
 		defer release()
 	}
-	version, _, err := boltindexer.ReadSchemaVersion(db)
+	version, err := fileVersion(db)
 	if err != nil {
 		return rep, fmt.Errorf("compact %s: %w", src, err)
+	}
+	// A damaged source is not copied: compaction would carry the damage
+	// into a file that looks new.
+	if err := db.View(func(tx *bolt.Tx) error { return checkFile(tx, version) }); err != nil {
+		return rep, fmt.Errorf("compact %s: %w: the source fails its check (run cachectl check): %w", src, ErrCheckFailed, err)
 	}
 
 	work, err := createWork(dst+compactSuffix, rep.SizeBefore)

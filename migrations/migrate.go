@@ -9,10 +9,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/internal/fileutil"
-	"github.com/boltinformer/boltinformer/internal/schema"
-	"github.com/boltinformer/boltinformer/migrations/internal/v0"
+	"github.com/boltinformer/boltinformer/cachefile"
+	v0 "github.com/boltinformer/boltinformer/migrations/internal/v0"
 )
 
 // DefaultTxMaxSize bounds the bytes of keys and values a rewrite commits per
@@ -21,11 +19,11 @@ const DefaultTxMaxSize = 32 << 20
 
 // Options configure Plan and Migrate.
 type Options struct {
-	// Target is the schema version to end at; nil means schema.Version. A
+	// Target is the schema version to end at; nil means cachefile.Version. A
 	// version below the file's runs the reverts of the steps in between.
 	Target *uint64
 	// LockTimeout bounds the wait for another process's lock on the file;
-	// zero means boltindexer.DefaultLockTimeout. It is never infinite.
+	// zero means cachefile.DefaultLockTimeout. It is never infinite.
 	LockTimeout time.Duration
 	// NoSync skips fsync (tests only: a power loss could then lose the
 	// migrated file).
@@ -33,7 +31,7 @@ type Options struct {
 	// Now is the time written as created-at and updated-at; nil means time.Now.
 	Now func() time.Time
 	// Writer is recorded as the meta writer-version by upgrades; empty means
-	// boltindexer.WriterVersion.
+	// cachefile.WriterVersion.
 	Writer string
 	// TxMaxSize bounds the bytes per transaction of a rewrite; zero means
 	// DefaultTxMaxSize.
@@ -42,13 +40,13 @@ type Options struct {
 
 func (o Options) complete() Options {
 	if o.LockTimeout <= 0 {
-		o.LockTimeout = boltindexer.DefaultLockTimeout
+		o.LockTimeout = cachefile.DefaultLockTimeout
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.Writer == "" {
-		o.Writer = boltindexer.WriterVersion
+		o.Writer = cachefile.WriterVersion
 	}
 	if o.TxMaxSize <= 0 {
 		o.TxMaxSize = DefaultTxMaxSize
@@ -98,9 +96,9 @@ func (r Report) String() string {
 // writing to it (a dry run). When there are steps, it also checks that the
 // file follows the layout of its version (one read of the whole file) and
 // fails with ErrLayout if not. It takes a shared lock, so it fails with
-// ErrLocked while a process holds the file for writing.
+// cachefile.ErrLocked while a process holds the file for writing.
 func Plan(path string, opts Options) (Report, error) {
-	return plan(path, opts.complete(), registry, schema.Version)
+	return plan(path, opts.complete(), registry, cachefile.Version)
 }
 
 func plan(path string, opts Options, steps []step, current uint64) (Report, error) {
@@ -114,7 +112,7 @@ func plan(path string, opts Options, steps []step, current uint64) (Report, erro
 		return rep, err
 	}
 	defer db.Close()
-	from, initialised, err := boltindexer.ReadSchemaVersion(db)
+	from, initialised, err := schemaVersion(db)
 	if err != nil {
 		return rep, fmt.Errorf("plan %s: %w", path, err)
 	}
@@ -144,21 +142,21 @@ func plan(path string, opts Options, steps []step, current uint64) (Report, erro
 	return rep, nil
 }
 
-// Migrate brings the file at path to opts.Target (schema.Version by
+// Migrate brings the file at path to opts.Target (cachefile.Version by
 // default), one step at a time. It holds bbolt's exclusive lock, so it
-// fails with ErrLocked while any process has the file open. A file of a
-// newer schema than this build knows is refused with ErrNewerSchema before
+// fails with cachefile.ErrLocked while any process has the file open. A file of a
+// newer schema than this build knows is refused with cachefile.ErrNewerSchema before
 // anything is written. After a crash the file is at the version of the
 // last completed step, complete; running Migrate again continues from there.
 func Migrate(path string, opts Options) (Report, error) {
-	return migrate(path, opts.complete(), registry, schema.Version)
+	return migrate(path, opts.complete(), registry, cachefile.Version)
 }
 
 func migrate(path string, opts Options, steps []step, current uint64) (rep Report, err error) {
 	start := time.Now()
 	rep = Report{Path: path}
 	defer func() { rep.Duration = time.Since(start) }()
-	if path, err = fileutil.Resolve(path); err != nil {
+	if path, err = cachefile.Resolve(path); err != nil {
 		return rep, err
 	}
 	if empty, err := zeroLength(path); err != nil || empty {
@@ -174,7 +172,7 @@ func migrate(path string, opts Options, steps []step, current uint64) (rep Repor
 			_ = db.Close()
 		}
 	}()
-	from, initialised, err := boltindexer.ReadSchemaVersion(db)
+	from, initialised, err := schemaVersion(db)
 	if err != nil {
 		return rep, fmt.Errorf("migrate %s: %w", path, err)
 	}
@@ -266,14 +264,16 @@ func checkResult(tx *bolt.Tx, want uint64) error {
 // checkFile runs bbolt's structural check and the invariant checks of the
 // schema version the file claims to be.
 func checkFile(tx *bolt.Tx, version uint64) error {
-	if err := fileutil.BoltCheck(tx); err != nil {
+	if err := cachefile.BoltCheck(tx); err != nil {
 		return err
 	}
 	switch version {
-	case schema.Version:
-		if ps := boltindexer.CheckTx(tx, boltindexer.CheckOptions{MaxProblems: 10, SkipBolt: true}); len(ps) > 0 {
+	case cachefile.Version:
+		if ps := cachefile.CheckTx(tx, cachefile.CheckOptions{MaxProblems: 10, SkipBolt: true}); len(ps) > 0 {
 			return fmt.Errorf("%d problem(s), first: %s", len(ps), ps[0])
 		}
+	case 1:
+		return checkV1(tx)
 	case 0:
 		return v0.Check(tx)
 	}

@@ -6,8 +6,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
-	"github.com/boltinformer/boltinformer/internal/schema"
 )
 
 func TestCheckOK(t *testing.T) {
@@ -52,7 +52,7 @@ func corrupt(t *testing.T, fn func(pods *bolt.Bucket) error) string {
 	}
 	defer db.Close()
 	if err := db.Update(func(tx *bolt.Tx) error {
-		return fn(tx.Bucket(schema.StoresBucket).Bucket([]byte(admintest.PodStore)))
+		return fn(tx.Bucket(cachefile.StoresBucket).Bucket([]byte(admintest.PodStore)))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -66,16 +66,16 @@ func TestCheckFindsProblems(t *testing.T) {
 		want string
 	}{
 		{"stale index value", func(pods *bolt.Bucket) error {
-			return pods.Bucket(schema.IndexBucket).Bucket([]byte("node")).Put([]byte("node-9\x00default/web-0"), nil)
+			return pods.Bucket(cachefile.IndexBucket).Bucket([]byte("node")).Put([]byte("node-9\x00default/web-0"), nil)
 		}, `store v1/Pod key "default/web-0": index "node" has stale value "node-9"`},
 		{"index entry without object", func(pods *bolt.Bucket) error {
-			return pods.Bucket(schema.IndexBucket).Bucket([]byte("node")).Put([]byte("node-1\x00default/ghost"), nil)
+			return pods.Bucket(cachefile.IndexBucket).Bucket([]byte("node")).Put([]byte("node-1\x00default/ghost"), nil)
 		}, `index "node" value "node-1" points to a missing object`},
 		{"corrupt record", func(pods *bolt.Bucket) error {
-			return pods.Bucket(schema.ObjectsBucket).Put([]byte("default/web-1"), []byte("garbage"))
+			return pods.Bucket(cachefile.ObjectsBucket).Put([]byte("default/web-1"), []byte("garbage"))
 		}, `store v1/Pod key "default/web-1": corrupt record`},
 		{"bad stored rv", func(pods *bolt.Bucket) error {
-			return pods.Bucket(schema.StateBucket).Put(schema.StateRV, []byte("abc"))
+			return pods.Bucket(cachefile.StateBucket).Put(cachefile.StateRV, []byte("abc"))
 		}, `stored resourceVersion "abc" does not parse`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,7 +93,7 @@ func TestCheckFindsProblems(t *testing.T) {
 
 func TestCheckMaxProblems(t *testing.T) {
 	path := corrupt(t, func(pods *bolt.Bucket) error {
-		ib := pods.Bucket(schema.IndexBucket).Bucket([]byte("node"))
+		ib := pods.Bucket(cachefile.IndexBucket).Bucket([]byte("node"))
 		for _, k := range []string{"a", "b", "c", "d"} {
 			if err := ib.Put([]byte("x\x00"+k), nil); err != nil {
 				return err

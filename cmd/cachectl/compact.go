@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/migrations"
 )
 
@@ -66,8 +67,8 @@ func (o *compactOptions) run(e *env) error {
 	stop()
 	prog.finish()
 	if err != nil {
-		if errors.Is(err, migrations.ErrExists) {
-			return newError(migrations.ErrExists, "%s exists (use --force to replace it)", o.to)
+		if errors.Is(err, cachefile.ErrExists) {
+			return newError(cachefile.ErrExists, "%s exists (use --force to replace it)", o.to)
 		}
 		return o.lock.openError(err)
 	}

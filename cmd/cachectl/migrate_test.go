@@ -36,13 +36,13 @@ func TestMigrate(t *testing.T) {
 
 	before := stateOf(t, path)
 	r := cachectl(t, "migrate", "--dry-run", "--db", path).ok(t)
-	if !strings.Contains(r.stdout, "schema v0 → v1") || !strings.Contains(r.stdout, "dry run: nothing was written") {
+	if !strings.Contains(r.stdout, "schema v0 → v2") || !strings.Contains(r.stdout, "dry run: nothing was written") {
 		t.Errorf("dry run: %q", r.stdout)
 	}
 	unchanged(t, path, before)
 
 	r = cachectl(t, "migrate", "--db", path).ok(t)
-	if !strings.Contains(r.stdout, "schema v0 → v1") {
+	if !strings.Contains(r.stdout, "schema v0 → v2") {
 		t.Errorf("migrate: %q", r.stdout)
 	}
 	cachectl(t, "check", "--db", path).ok(t)
@@ -55,7 +55,7 @@ func TestMigrate(t *testing.T) {
 func TestMigrateFixtureIsCurrent(t *testing.T) {
 	before := stateOf(t, fixtureFile)
 	r := cachectl(t, "migrate", "--dry-run", "--db", fixtureFile).ok(t)
-	if !strings.Contains(r.stdout, "schema v1, nothing to migrate") {
+	if !strings.Contains(r.stdout, "schema v2, nothing to migrate") {
 		t.Errorf("%q", r.stdout)
 	}
 	unchanged(t, fixtureFile, before)

@@ -1,0 +1,95 @@
+package cachefile
+
+// This file holds the file-replacement steps that snapshot and migrations
+// share: following a symbolic link to the file it names, making a rename
+// durable, bbolt's page-level check run to its end, and claiming a
+// destination without replacing a file another process uses.
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// Resolve returns the file a path names, following symbolic links, so that
+// renaming a new file into place replaces the file and not a link to it. A
+// path that does not exist is returned as is.
+func Resolve(path string) (string, error) {
+	fi, err := os.Lstat(path)
+	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
+		return path, nil
+	}
+	target, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", fmt.Errorf("resolve %s: %w", path, err)
+	}
+	return target, nil
+}
+
+// SyncDir makes a rename in dir durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// BoltCheck runs bbolt's page-level check to the end (its goroutine blocks
+// until the channel is drained) and returns the first error.
+func BoltCheck(tx *bolt.Tx) error {
+	var first error
+	n := 0
+	for err := range tx.Check() {
+		if first == nil {
+			first = err
+		}
+		n++
+	}
+	if first != nil {
+		return fmt.Errorf("bbolt: %d error(s), first: %w", n, first)
+	}
+	return nil
+}
+
+// ClaimDestination refuses an existing path unless force is set, and then
+// holds its bbolt lock (when it is a bbolt file) until release, so that a
+// file in use by another process is never replaced. A lock held beyond
+// timeout is ErrLocked.
+func ClaimDestination(path string, force bool, timeout time.Duration) (release func(), err error) {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return func() {}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !force {
+		return nil, fmt.Errorf("%w: %s (use force to replace it)", ErrExists, path)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is not a regular file", ErrExists, path)
+	}
+	if fi.Size() == 0 {
+		return func() {}, nil
+	}
+	held, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	switch {
+	case err == nil:
+		return func() { _ = held.Close() }, nil
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return nil, fmt.Errorf("%w: %s (waited %s)", ErrLocked, path, timeout)
+	}
+	// Not a bbolt file: nobody can be using it as a cache.
+	return func() {}, nil
+}
