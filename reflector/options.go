@@ -13,7 +13,9 @@ import (
 // Defaults of Options. The backoff values are client-go's: at the cap a
 // failing apiserver sees about one request per 30–60 s from each reflector.
 const (
-	DefaultPageSize        = 500
+	// DefaultPageSize keeps a relist's heap to a few MB (about three pages
+	// of decoded objects: one arriving, one queued, one being applied).
+	DefaultPageSize        = 50
 	DefaultMinWatchTimeout = 5 * time.Minute
 	DefaultBackoffInit     = 800 * time.Millisecond
 	DefaultBackoffMax      = 30 * time.Second
