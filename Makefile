@@ -4,6 +4,8 @@
 #   make test       the whole suite: lint, unit tests with -race, fuzz seed
 #                   corpora, end-to-end tests against real etcd + apiserver
 #   make e2e        only the end-to-end tests
+#   make failpoints the crash tests that kill a process at each named commit,
+#                   relist, migration and compaction step (-tags failpoints)
 #   make bench      every scenario side by side with client-go: table, CSV, SVG chart in bench/out/
 #   make fuzz       every fuzz target for FUZZTIME
 GO        ?= go
@@ -11,7 +13,7 @@ FUZZTIME  ?= 20s
 BENCHTIME ?= 1s
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit e2e e2e-deps lint fmt vet fuzz bench bench-micro bench-compare demo clean
+.PHONY: all build test unit e2e e2e-deps failpoints lint fmt vet fuzz bench bench-micro bench-compare demo clean
 
 all: build
 
@@ -19,7 +21,7 @@ build:
 	$(GO) build ./...
 
 ## test: everything CI runs (.ci/run calls exactly this).
-test: e2e-deps lint
+test: e2e-deps lint failpoints
 	$(GO) test -race -count=1 -timeout 25m ./...
 
 ## unit: the tests that need no etcd or apiserver binaries.
@@ -29,6 +31,12 @@ unit:
 ## e2e: end-to-end tests against a real etcd and kube-apiserver (built into bin/).
 e2e: e2e-deps
 	$(GO) test -race -count=1 -timeout 20m ./test/e2e/...
+
+## failpoints: a build with internal/failpoint compiled in, and the tests that
+## kill a child process at each failpoint (test/failpoints); vet checks that build too.
+failpoints:
+	$(GO) vet -tags failpoints ./...
+	$(GO) test -tags failpoints -race -count=1 -timeout 10m ./test/failpoints/...
 
 ## e2e-deps: build bin/etcd and bin/kube-apiserver when missing or outdated (~6 min the first time).
 e2e-deps:
@@ -52,8 +60,9 @@ fuzz:
 	  done; \
 	done
 
-## bench: every scenario of bench/ against client-go in one run (BENCH_N=10000,50000 by default;
-## the real-apiserver scenarios use bin/); prints the table, writes bench/out/{table.md,results.csv,chart.svg}.
+## bench: every scenario of bench/ against client-go in one run (BENCH_N=10000,50000,150000 by default,
+## the container scenario in memory cgroups at 50k when run as root; the real-apiserver scenarios use bin/);
+## prints every row with its target and met/missed, writes bench/out/{table.md,results.csv,chart.svg}.
 bench: e2e-deps
 	@bash hack/bench-report.sh
 

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
@@ -23,15 +24,38 @@ type Options struct {
 	// NoSync turns fsync off. Only for tests and benchmarks: a crash can then
 	// lose committed data.
 	NoSync bool
-	// Registerer, when set, receives the cache's Prometheus metrics.
+	// Registerer, when set, receives the cache's Prometheus metrics (see
+	// the README for the list). Each carries the const label file, the
+	// cache file's absolute path, so several Caches may share one
+	// Registerer; Close unregisters them.
 	Registerer prometheus.Registerer
-	// Logger is the cache's logger; klog.Background() if nil.
-	Logger *klog.Logger
-	// OnCorruption says what to do with a damaged cache file (see
-	// CorruptionPolicy); the default fails.
+	// Logger receives every log line of the cache and its informers (their
+	// reflectors, queues and handler fan-out), so that a program logging
+	// through zap (zapr), controller-runtime or any other logr sink gets one
+	// format. A zero Logger (no sink) means klog.Background(), and then an
+	// informer's RunWithContext logs to the logger of its context if it has
+	// one, as client-go's informers do.
+	Logger logr.Logger
+	// OnCorruption says what to do with a damaged cache file, and what an
+	// informer does when a stored record fails its checksum at a warm
+	// start (see CorruptionPolicy); the default fails.
 	OnCorruption CorruptionPolicy
 	// Now is the clock for file names and timestamps; time.Now if nil.
 	Now func() time.Time
+	// ClusterIdentity, when set, identifies the cluster the informers'
+	// ListerWatchers talk to; KubeSystemUID(clientset.CoreV1()) is the usual
+	// one. Each informer calls it when it starts, before it replays or
+	// resumes anything, and records the answer with its store: a store that
+	// belonged to another cluster (the file was copied, the cluster was
+	// recreated) is emptied and relisted, never resumed. While it fails the
+	// informer retries with a backoff and does not sync.
+	//
+	// Without it, a file that meets another cluster is caught only when its
+	// stored resourceVersion is ahead of that cluster's current one (every
+	// resumed WATCH is checked first with one LIST limit=1); another cluster
+	// whose resourceVersion has passed the stored one is then resumed from,
+	// and the objects that differ between the two clusters stay stale.
+	ClusterIdentity ClusterIdentityFunc
 	// AdminSocket, when set, is the path of a unix socket (mode 0600) on
 	// which the cache serves read-only queries and consistent snapshots of
 	// its stores, for `cachectl --socket` (the file itself is locked while
@@ -45,29 +69,37 @@ type Options struct {
 	TightenFileMode bool
 }
 
-// CorruptionPolicy says what Open does with a damaged cache file: a
-// truncated file, a bad meta or page, or bbolt structure that does not hold.
+// CorruptionPolicy says what Open does with a damaged cache file (a
+// truncated file, a bad meta or page, bbolt structure that does not hold),
+// and what an informer does when, before it resumes from the stored RV, a
+// stored record fails its CRC-32C.
 type CorruptionPolicy uint8
 
 const (
 	// FailOnCorruption makes Open fail with an error wrapping
-	// cachefile.ErrCorruptFile that names the file and the damage. Nothing
-	// is written to the file: an operator can inspect it (cachectl check).
+	// cachefile.ErrCorruptFile that names the file and the damage, and an
+	// informer whose store holds a damaged record not start (it logs the
+	// store and key, and IsStopped reports true). Nothing is written to
+	// the file: an operator can inspect it (cachectl check).
 	FailOnCorruption CorruptionPolicy = iota
 	// RebuildOnCorruption moves the damaged file aside as
 	// NAME.corrupt-TIMESTAMP (kept for inspection), logs it, and starts a
-	// new file: every informer then cold-starts with a relist. A file that
-	// is not a cache file at all, or is locked, is never moved.
+	// new file: every informer then cold-starts with a relist. A store with
+	// a damaged record is emptied and relists. A file that is not a cache
+	// file at all, or is locked, is never moved.
 	RebuildOnCorruption
 )
 
 // Cache is one cache file and the informers that keep its stores current.
 type Cache struct {
-	db      *cachefile.DB
-	opts    Options
-	logger  klog.Logger
-	metrics *metrics
-	admin   *admin.Server
+	db     *cachefile.DB
+	opts   Options
+	logger klog.Logger
+	// loggerSet: Options.Logger was given; informers then ignore the
+	// logger of their Run context.
+	loggerSet bool
+	metrics   *metrics
+	admin     *admin.Server
 	// keys opens sealed payloads and seals new ones (nil: no encryption).
 	keys *encryption.Keyring
 	// movedTo is where Open moved a damaged file (RebuildOnCorruption).
@@ -86,9 +118,9 @@ func Open(path string, opts Options) (*Cache, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	logger := klog.Background()
-	if opts.Logger != nil {
-		logger = *opts.Logger
+	logger, loggerSet := klog.Background(), opts.Logger.GetSink() != nil
+	if loggerSet {
+		logger = opts.Logger
 	}
 	keys, err := opts.Encryption.keyring()
 	if err != nil {
@@ -111,7 +143,7 @@ func Open(path string, opts Options) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{db: db, opts: opts, keys: keys, informers: map[string]*Informer{}, logger: logger, movedTo: movedTo}
+	c := &Cache{db: db, opts: opts, keys: keys, informers: map[string]*Informer{}, logger: logger, loggerSet: loggerSet, movedTo: movedTo}
 	c.metrics = newMetrics(c)
 	if opts.Registerer != nil {
 		if err := c.metrics.register(opts.Registerer); err != nil {
@@ -134,6 +166,17 @@ func Open(path string, opts Options) (*Cache, error) {
 // MovedAside returns the path a damaged file was moved to when Open
 // rebuilt it (RebuildOnCorruption), or "".
 func (c *Cache) MovedAside() string { return c.movedTo }
+
+// informerList returns a copy of the cache's informers, in no order.
+func (c *Cache) informerList() []*Informer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	infs := make([]*Informer, 0, len(c.informers))
+	for _, inf := range c.informers {
+		infs = append(infs, inf)
+	}
+	return infs
+}
 
 // DB returns the cache file.
 func (c *Cache) DB() *cachefile.DB { return c.db }

@@ -41,10 +41,13 @@ func testPod(ns, name, node string) *v1.Pod {
 }
 
 // countingLW counts LIST and WATCH calls and can answer a WATCH from chosen
-// RVs with 410 Gone, like an apiserver whose watch cache moved on.
+// RVs with 410 Gone, like an apiserver whose watch cache moved on. The
+// resume check (a LIST with Limit=1; relist pages are larger here) is
+// counted apart from the LISTs of a relist.
 type countingLW struct {
 	src     *fcache.FakeControllerSource
 	lists   atomic.Int32
+	probes  atomic.Int32
 	watches atomic.Int32
 	mu      sync.Mutex
 	expired map[string]bool
@@ -56,6 +59,10 @@ func newCountingLW(src *fcache.FakeControllerSource) *countingLW {
 }
 
 func (c *countingLW) List(opts metav1.ListOptions) (runtime.Object, error) {
+	if opts.Limit == 1 {
+		c.probes.Add(1)
+		return c.src.List(opts)
+	}
 	c.lists.Add(1)
 	return c.src.List(opts)
 }
@@ -273,8 +280,8 @@ func TestColdStartThenWarmRestartWithoutList(t *testing.T) {
 	if n := rec2.count("initial=true"); n != 20 {
 		t.Fatalf("replay: %d initial adds, want 20: %v", n, rec2.snapshot())
 	}
-	if n := lw2.lists.Load(); n != 0 {
-		t.Fatalf("warm restart made %d LISTs, want 0", n)
+	if n, p := lw2.lists.Load(), lw2.probes.Load(); n != 0 || p != 1 {
+		t.Fatalf("warm restart made %d LISTs and %d resume checks (LIST limit=1), want 0 and 1", n, p)
 	}
 	eventually(t, "store equals source", func() bool { return sameMap(storeKeys(inf2), sourceKeys(t, src)) })
 	stop2()
@@ -300,8 +307,8 @@ func TestRelistAfterExpiredRVDiffsAgainstDisk(t *testing.T) {
 	eventually(t, "relist changes", func() bool {
 		return rec.count("update@") == 1 && rec.count("delete(tombstone)") == 1 && rec.count("add@") == 1
 	})
-	if n := lw.lists.Load(); n != 1 {
-		t.Fatalf("%d LISTs after 410, want 1", n)
+	if n, p := lw.lists.Load(), lw.probes.Load(); n != 1 || p != 1 {
+		t.Fatalf("%d LISTs and %d resume checks after 410, want 1 and 1", n, p)
 	}
 	// Unchanged objects produced no event (DisableReplay: no replay either).
 	if got := len(rec.snapshot()); got != 3 {

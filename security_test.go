@@ -112,7 +112,7 @@ func TestOpenFileModes(t *testing.T) {
 	var logs strings.Builder
 	logger := funcr.New(func(prefix, args string) { logs.WriteString(args + "\n") }, funcr.Options{})
 	open := func(tighten bool) {
-		c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true, Logger: &logger, TightenFileMode: tighten})
+		c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true, Logger: logger, TightenFileMode: tighten})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -45,6 +45,12 @@ type Config struct {
 	StormObjects int
 	// JSON makes every client ask for JSON instead of protobuf.
 	JSON bool
+	// ContainerN is the object count of the container scenario (9): each
+	// implementation cold-syncs in a memory cgroup, bisecting
+	// ContainerLadder; 0 skips it. ContainerTimeout bounds each such sync
+	// (default 2 min): a sync that takes longer counts as failing.
+	ContainerN       int
+	ContainerTimeout time.Duration
 
 	// Out receives results.csv, results.json, chart.svg, table.md and the
 	// children's logs.
@@ -61,7 +67,8 @@ type Config struct {
 	// ProfileDir, when set, gets each child's CPU and heap profiles in a
 	// directory named after the child (see Spec.ProfileDir).
 	ProfileDir string
-	// Only, when not empty, runs only these parts: sync, ingest, reads, real.
+	// Only, when not empty, runs only these parts: sync, ingest, reads,
+	// container, real.
 	Only []string
 	// Progress receives one line per step (default: nowhere).
 	Progress io.Writer
@@ -84,7 +91,10 @@ func (c *Config) defaults() error {
 		c.Repeat = 3
 	}
 	if c.StormAgents <= 0 {
-		c.StormAgents = 20
+		c.StormAgents = 100
+	}
+	if c.ContainerTimeout <= 0 {
+		c.ContainerTimeout = 2 * time.Minute
 	}
 	if c.StormObjects <= 0 {
 		c.StormObjects = 1000
@@ -114,9 +124,11 @@ type Results struct {
 	Machine  Machine           `json:"machine"`
 	Children map[string]Result `json:"children"`
 	// Wire are the objects' wire sizes by source and N ("fake/10000").
-	Wire  map[string]WireSizes   `json:"wire"`
-	Real  map[string]RealMetrics `json:"real,omitempty"`
-	Notes []string               `json:"notes,omitempty"`
+	Wire map[string]WireSizes   `json:"wire"`
+	Real map[string]RealMetrics `json:"real,omitempty"`
+	// Container is the container scenario (nil: not run).
+	Container *ContainerResult `json:"container,omitempty"`
+	Notes     []string         `json:"notes,omitempty"`
 	// Skipped names the parts that did not run, with the reason.
 	Skipped []string `json:"skipped,omitempty"`
 }
@@ -139,6 +151,8 @@ type driver struct {
 	res  *Results
 	work string
 	mu   sync.Mutex // guards res.Children
+	// containerRan is set once the container scenario ran (or was skipped).
+	containerRan bool
 }
 
 // Run runs every scenario the Config asks for and returns the results;
@@ -164,6 +178,11 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	for i, n := range cfg.Ns {
 		if err := d.runFake(ctx, n, i == 0); err != nil {
 			return d.res, fmt.Errorf("fake apiserver, N=%d: %w", n, err)
+		}
+	}
+	if cfg.ContainerN > 0 && cfg.runs("container") && !d.containerRan {
+		if err := d.runContainerOwnFake(ctx, cfg.ContainerN); err != nil {
+			return d.res, fmt.Errorf("container, N=%d: %w", cfg.ContainerN, err)
 		}
 	}
 	if cfg.RealN > 0 && cfg.runs("real") {
@@ -238,6 +257,13 @@ func (d *driver) runFake(ctx context.Context, n int, first bool) error {
 			return err
 		}
 	}
+	// Scenario 9: the container, on this fake when N matches.
+	if n == d.cfg.ContainerN && d.cfg.runs("container") && !d.containerRan {
+		d.containerRan = true
+		if err := d.runContainer(ctx, srv, n); err != nil {
+			return err
+		}
+	}
 	if !first {
 		return nil
 	}
@@ -302,9 +328,17 @@ type childProc struct {
 	// exited is closed when the process has exited; runErr is then set.
 	exited chan struct{}
 	runErr error
+	// record keeps the result in Results.Children.
+	record bool
 }
 
 func (d *driver) startChild(ctx context.Context, name string, spec Spec) (*childProc, error) {
+	return d.startChildIn(ctx, name, spec, nil, true)
+}
+
+// startChildIn starts a child, inside cg when it is not nil; record keeps
+// its result in Results.Children.
+func (d *driver) startChildIn(ctx context.Context, name string, spec Spec, cg *MemoryCgroup, record bool) (*childProc, error) {
 	if spec.Timeout <= 0 {
 		spec.Timeout = d.cfg.ChildTimeout
 	}
@@ -315,13 +349,16 @@ func (d *driver) startChild(ctx context.Context, name string, spec Spec) (*child
 	if err != nil {
 		return nil, err
 	}
-	logPath := filepath.Join(d.cfg.Out, "logs", strings.ReplaceAll(name, "/", "_")+".log")
+	logPath := filepath.Join(d.cfg.Out, "logs", strings.NewReplacer("/", "_", "@", "_").Replace(name)+".log")
 	log, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	p := &childProc{d: d, name: name, log: log, exited: make(chan struct{})}
+	p := &childProc{d: d, name: name, log: log, exited: make(chan struct{}), record: record}
 	p.cmd = exec.CommandContext(ctx, d.cfg.Exe, d.cfg.Args...)
+	if cg != nil {
+		cg.Wrap(p.cmd)
+	}
 	p.cmd.Env = append(os.Environ(), ChildSpecEnv+"="+string(js))
 	p.cmd.Stdout = &p.stdout
 	p.cmd.Stderr = log
@@ -359,8 +396,10 @@ func (p *childProc) wait() (Result, error) {
 	case runErr != nil || !found:
 		return res, fmt.Errorf("%s: child failed: %v, result found: %v (log: %s)", p.name, runErr, found, p.log.Name())
 	}
-	p.d.mu.Lock()
-	p.d.res.Children[p.name] = res
-	p.d.mu.Unlock()
+	if p.record {
+		p.d.mu.Lock()
+		p.d.res.Children[p.name] = res
+		p.d.mu.Unlock()
+	}
 	return res, nil
 }

@@ -106,8 +106,8 @@ func ingest(ctx context.Context, spec Spec, u *informerUnderTest, h *countingHan
 	res.Seconds = time.Since(start).Seconds()
 	res.EventsPerSecond = float64(res.Events) / res.Seconds
 	after := gatherHistograms(u.reg)
-	if b, ok := after["boltinformer_batch_size"]; ok {
-		d := b.minus(before["boltinformer_batch_size"])
+	if b, ok := after["boltinformer_commit_batch_deltas"]; ok {
+		d := b.minus(before["boltinformer_commit_batch_deltas"])
 		res.Batches = int64(d.count)
 		if d.count > 0 {
 			res.MeanBatch = d.sum / d.count

@@ -9,12 +9,16 @@ import (
 )
 
 // TestMain runs this test binary as a benchmark child when the driver
-// (TestReport) re-executes it; otherwise it runs the tests and benchmarks,
+// (TestReport) re-executes it, or as TestMemoryCgroup's allocating child;
+// otherwise it runs the tests and benchmarks,
 // stops the readers the read benchmarks share, and checks for leaked
 // goroutines.
 func TestMain(m *testing.M) {
 	if isChild, code := ChildMain(); isChild {
 		os.Exit(code)
+	}
+	if allocChild() {
+		os.Exit(0)
 	}
 	code := m.Run()
 	closeSharedReadEnv()

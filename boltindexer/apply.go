@@ -115,7 +115,10 @@ func (s *Store) RelistInProgress() (bool, string, error) {
 }
 
 // BeginRelist starts (or restarts) a paged relist: it sets the relist
-// marker, which freezes the stored RV, and forgets the keys seen so far.
+// marker, which freezes the stored RV, and forgets the keys seen so far. A
+// relist of an empty store keeps no seen keys: every key it ends with came
+// from the list, so FinishRelist has nothing to sweep (a cold start would
+// otherwise read the whole file back at its end).
 func (s *Store) BeginRelist(reason string) error {
 	if reason == "" {
 		reason = "relist"
@@ -126,8 +129,10 @@ func (s *Store) BeginRelist(reason string) error {
 				return err
 			}
 		}
-		if _, err := b.Root.CreateBucket(cachefile.SeenBucket); err != nil {
-			return err
+		if k, _ := b.Objects.Cursor().First(); k != nil {
+			if _, err := b.Root.CreateBucket(cachefile.SeenBucket); err != nil {
+				return err
+			}
 		}
 		if err := b.State.Put(cachefile.StateRelist, []byte(reason)); err != nil {
 			return err
@@ -136,32 +141,38 @@ func (s *Store) BeginRelist(reason string) error {
 	})
 }
 
-// ApplyListPage stores the objects of one list page whose RV differs from
-// the stored one and marks every key of the page as seen. Unchanged
-// objects produce no write and an Unchanged change.
-func (s *Store) ApplyListPage(objs []interface{}) ([]Change, error) {
+// ApplyListPage stores the objects of one list page (upserts only) whose RV or
+// UID differs from the stored one and marks every key of the page as seen.
+// Unchanged objects produce no write and an Unchanged change.
+func (s *Store) ApplyListPage(ops []Op) ([]Change, error) {
 	s.indexMu.RLock()
 	defer s.indexMu.RUnlock()
-	prepared := make([]*op, len(objs))
-	keys := make([]string, len(objs))
-	for i, obj := range objs {
-		p, err := s.prepareUpsertLocked(obj)
+	prepared := make([]*op, len(ops))
+	keys := make([]string, len(ops))
+	for i, o := range ops {
+		if o.Type != OpUpsert {
+			return nil, fmt.Errorf("store %s: list item %d: %w", s.name, i, ErrNotUpsert)
+		}
+		p, err := s.prepareUpsertLocked(o.Obj)
 		if err != nil {
 			return nil, fmt.Errorf("list item %d: %w", i, err)
 		}
 		prepared[i], keys[i] = p, p.key
 	}
-	changes := make([]Change, len(objs))
-	olds := make([]*cachefile.Record, len(objs))
+	changes := make([]Change, len(ops))
+	olds := make([]*cachefile.Record, len(ops))
 	err := s.write(keys, func() []hotEntry { return fillFor(prepared, changes) }, func(b *cachefile.Buckets) error {
-		seen := b.Root.Bucket(cachefile.SeenBucket)
-		if seen == nil || b.State.Get(cachefile.StateRelist) == nil {
+		if b.State.Get(cachefile.StateRelist) == nil {
 			return ErrNoRelist
 		}
+		seen := b.Seen() // nil: the relist began on an empty store
 		for i, p := range prepared {
 			var err error
 			if changes[i], olds[i], err = s.applyTx(b, p, differentOnly); err != nil {
 				return err
+			}
+			if seen == nil {
+				continue
 			}
 			if err := seen.Put([]byte(p.key), nil); err != nil {
 				return err
@@ -170,7 +181,7 @@ func (s *Store) ApplyListPage(objs []interface{}) ([]Change, error) {
 		return s.touchTx(b)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store %s: apply list page of %d: %w", s.name, len(objs), err)
+		return nil, fmt.Errorf("store %s: apply list page of %d: %w", s.name, len(ops), err)
 	}
 	s.decodeOld(changes, olds)
 	return changes, nil
@@ -184,15 +195,16 @@ func (s *Store) FinishRelist(rv string) ([]Change, error) {
 	var olds []*cachefile.Record
 	err := s.write(nil, nil, func(b *cachefile.Buckets) error {
 		changes, olds = changes[:0], olds[:0]
-		seen := b.Root.Bucket(cachefile.SeenBucket)
-		if seen == nil || b.State.Get(cachefile.StateRelist) == nil {
+		if b.State.Get(cachefile.StateRelist) == nil {
 			return ErrNoRelist
 		}
 		var doomed []string
-		c := b.Objects.Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.Next() {
-			if seen.Get(k) == nil {
-				doomed = append(doomed, string(k))
+		if seen := b.Seen(); seen != nil {
+			c := b.Objects.Cursor()
+			for k, _ := c.First(); k != nil; k, _ = c.Next() {
+				if seen.Get(k) == nil {
+					doomed = append(doomed, string(k))
+				}
 			}
 		}
 		for _, key := range doomed {
@@ -202,8 +214,10 @@ func (s *Store) FinishRelist(rv string) ([]Change, error) {
 			}
 			changes, olds = append(changes, ch), append(olds, old)
 		}
-		if err := b.Root.DeleteBucket(cachefile.SeenBucket); err != nil {
-			return err
+		if b.Seen() != nil {
+			if err := b.Root.DeleteBucket(cachefile.SeenBucket); err != nil {
+				return err
+			}
 		}
 		if err := b.State.Delete(cachefile.StateRelist); err != nil {
 			return err

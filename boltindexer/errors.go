@@ -31,6 +31,10 @@ var (
 	ErrInvalidStoreName = errors.New("invalid store name")
 	// ErrNoRelist means FinishRelist or ApplyListPage was called without BeginRelist.
 	ErrNoRelist = errors.New("no relist in progress")
+	// ErrNotUpsert means ApplyListPage was given an op that is not OpUpsert.
+	ErrNotUpsert = errors.New("a list page holds upserts only")
+	// ErrNoClusterID means SetCluster was given an empty cluster identity.
+	ErrNoClusterID = errors.New("empty cluster identity")
 	// ErrInconsistent means an invariant check found a mismatch.
 	ErrInconsistent = errors.New("store is inconsistent")
 )

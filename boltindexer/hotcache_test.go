@@ -147,9 +147,9 @@ func TestHotCacheReadsItsOwnTransaction(t *testing.T) {
 			if err := s.BeginRelist("test"); err != nil {
 				t.Fatal(err)
 			}
-			var page []interface{}
+			var page []boltindexer.Op
 			for i := 0; i < pods; i++ {
-				page = append(page, genPod(i, g, rv))
+				page = append(page, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: genPod(i, g, rv)})
 			}
 			if _, err := s.ApplyListPage(page); err != nil {
 				t.Fatal(err)

@@ -99,21 +99,13 @@ func (s *Store) Replace(list []interface{}, resourceVersion string) error {
 				kept[string(k)] = append([]byte(nil), v...)
 			}
 		}
-		if err := b.Reset(); err != nil {
+		if err := s.emptyTx(b); err != nil {
 			return err
 		}
 		for k, v := range kept {
 			if err := b.State.Put([]byte(k), v); err != nil {
 				return err
 			}
-		}
-		for _, n := range sortedNames(s.indexers) {
-			if _, err := b.Idx.CreateBucket([]byte(n)); err != nil {
-				return err
-			}
-		}
-		if err := s.putIndexersTx(b, s.indexVersions); err != nil {
-			return err
 		}
 		for _, o := range ops {
 			if _, _, err := s.applyTx(b, o, overwrite); err != nil {
@@ -246,7 +238,11 @@ func (s *Store) List() []interface{} {
 func (s *Store) ListKeys() []string {
 	var out []string
 	err := s.view(func(b *cachefile.Buckets) error {
-		out = make([]string, 0, b.Objects.Stats().KeyN)
+		n, err := b.Count()
+		if err != nil {
+			return err
+		}
+		out = make([]string, 0, n)
 		return b.Objects.ForEach(func(k, _ []byte) error {
 			out = append(out, string(k))
 			return nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -128,6 +129,21 @@ func (s *Store) ListIndexFuncValues(indexName string) []string {
 		utilruntime.HandleError(fmt.Errorf("store %s: index values %q: %w", s.name, indexName, err))
 	}
 	return out
+}
+
+// RVUpdatedAt returns when the stored RV last moved, zero if never.
+func (s *Store) RVUpdatedAt() (time.Time, error) {
+	var at time.Time
+	err := s.view(func(b *cachefile.Buckets) error {
+		if v := b.State.Get(cachefile.StateRVUpdatedAt); v != nil {
+			var err error
+			if at, err = time.Parse(time.RFC3339Nano, string(v)); err != nil {
+				return fmt.Errorf("%w: store %s rv-updated-at %q: %v", cachefile.ErrCorruptFile, s.name, v, err)
+			}
+		}
+		return nil
+	})
+	return at, err
 }
 
 // Len returns the number of objects, from the store's state: O(1), it

@@ -17,9 +17,6 @@ import (
 	"github.com/boltinformer/boltinformer/encryption"
 )
 
-// Identity says what a store caches (see cachefile.Identity).
-type Identity = cachefile.Identity
-
 // StoreOptions configure one store in a DB.
 type StoreOptions struct {
 	// Object is an example of the type the store holds (e.g. &v1.Pod{}),
@@ -34,7 +31,7 @@ type StoreOptions struct {
 	// objects on open (change the tag when an IndexFunc's logic changes).
 	IndexVersions map[string]string
 	// Identity, when set, is compared with the stored identity on open.
-	Identity *Identity
+	Identity *cachefile.Identity
 	// Keys opens sealed payloads. Without it, reading a sealed payload is
 	// an error wrapping ErrEncrypted that names the key it needs; index
 	// values, keys and the rest of the envelope stay readable.
@@ -189,7 +186,7 @@ func (s *Store) Close() error {
 
 // prepareTx creates the store's buckets, applies the identity check and
 // brings the index buckets in line with the registered indexers.
-func (s *Store) prepareTx(tx *bolt.Tx, id *Identity) error {
+func (s *Store) prepareTx(tx *bolt.Tx, id *cachefile.Identity) error {
 	b, err := cachefile.CreateStoreTx(tx, string(s.name))
 	if err != nil {
 		return err

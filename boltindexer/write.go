@@ -41,6 +41,9 @@ type Change struct {
 	// OldErr is set when the previous record could not be decoded; the write
 	// still replaced it (Old is then nil).
 	OldErr error
+	// Absent is set on an Unchanged delete that found no object under its
+	// key (client-go's informer still notifies such a delete).
+	Absent bool
 }
 
 // writeMode selects when an upsert or delete is skipped.
@@ -51,7 +54,7 @@ const (
 	overwrite writeMode = iota
 	// newerOnly skips events at or below the stored object's RV (watch events).
 	newerOnly
-	// differentOnly skips items whose RV equals the stored one (relist pages).
+	// differentOnly skips items whose RV and UID equal the stored ones (relist pages).
 	differentOnly
 )
 
@@ -132,6 +135,7 @@ func (s *Store) applyTx(b *cachefile.Buckets, o *op, mode writeMode) (Change, *c
 	}
 	if o.del {
 		if oldBytes == nil {
+			ch.Absent = true
 			return ch, nil, nil
 		}
 		if mode == newerOnly && !o.tombstone && old != nil && rvNewer(old.RV, o.rv) {
@@ -153,7 +157,9 @@ func (s *Store) applyTx(b *cachefile.Buckets, o *op, mode writeMode) (Change, *c
 				return ch, nil, nil
 			}
 		case differentOnly:
-			if o.rv == old.RV && o.rv != "" {
+			// The UID too: after an RV-ahead relist, another object may
+			// carry a stored object's key and RV.
+			if o.rv == old.RV && o.rv != "" && o.rec.UID == old.UID {
 				return ch, nil, nil
 			}
 		}

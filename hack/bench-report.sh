@@ -3,9 +3,10 @@
 # side with client-go (each implementation in its own process), prints the
 # table of ratios and writes bench/out/{table.md,results.csv,results.json,chart.svg}.
 #
-#   BENCH_N=10000,50000,150000 hack/bench-report.sh   # add the 150k run
-#   BENCH_REAL_N=0 hack/bench-report.sh               # no kube-apiserver part
-#   hack/bench-report.sh -only sync,ingest -profile bench/out/prof
+#   BENCH_N=10000,50000 hack/bench-report.sh   # without the 150k run
+#   BENCH_REAL_N=0 hack/bench-report.sh        # no kube-apiserver part
+#   BENCH_CONTAINER_N=0 hack/bench-report.sh   # no memory cgroups (the container scenario needs root)
+#   hack/bench-report.sh -only sync,container -profile bench/out/prof
 #
 # The kube-apiserver part needs bin/etcd and bin/kube-apiserver (make e2e-deps).
 set -euo pipefail

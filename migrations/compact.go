@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/failpoint"
 )
 
 // CompactOptions configure Compact.
@@ -108,6 +109,7 @@ func Compact(src, dst string, opts CompactOptions) (rep CompactReport, err error
 		discardWork(work)
 		return rep, fmt.Errorf("compact %s: %w", src, err)
 	}
+	failpoint.Inject("migrations.compactCopied") // bolt.Compact done and checked, not synced or renamed
 	if err := commitWork(work, dst, opts.NoSync); err != nil {
 		return rep, fmt.Errorf("compact %s: %w", src, err)
 	}

@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/failpoint"
 )
 
 // Suffixes of the files a run works in, next to the file it migrates.
@@ -86,10 +87,12 @@ func commitWork(work *bolt.DB, path string, noSync bool) error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("close %s: %w", tmp, err)
 	}
+	failpoint.Inject("migrations.beforeRename") // the work file is complete and synced
 	if err := os.Rename(tmp, path); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
 	}
+	failpoint.Inject("migrations.afterRename") // renamed, directory not yet synced
 	if noSync {
 		return nil
 	}
@@ -183,7 +186,11 @@ func (w *batchWriter) commit() error {
 	}
 	tx := w.tx
 	w.tx, w.last, w.lastPath, w.size, w.puts = nil, nil, w.lastPath[:0], 0, 0
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	failpoint.Inject("migrations.afterBatchCommit") // a rewrite's work file holds some batches
+	return nil
 }
 
 // rollback discards the uncommitted part (after an error).

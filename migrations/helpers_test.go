@@ -318,6 +318,15 @@ func toInterfaces(objs []runtime.Object) []interface{} {
 	return out
 }
 
+// listPage makes a relist page of objs.
+func listPage(objs []runtime.Object) []boltindexer.Op {
+	ops := make([]boltindexer.Op, len(objs))
+	for i, o := range objs {
+		ops[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: o}
+	}
+	return ops
+}
+
 func copyFile(t testing.TB, src, dst string) {
 	t.Helper()
 	b, err := os.ReadFile(src)

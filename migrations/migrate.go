@@ -10,6 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/failpoint"
 	v0 "github.com/boltinformer/boltinformer/migrations/internal/v0"
 )
 
@@ -211,6 +212,7 @@ func migrate(path string, opts Options, steps []step, current uint64) (rep Repor
 		}
 		rep.Steps = append(rep.Steps, p.StepInfo)
 		rep.To = p.To
+		failpoint.Inject("migrations.afterStep") // the file is complete at p.To; later steps not begun
 	}
 	return rep, nil
 }

@@ -156,7 +156,7 @@ func TestRevertRelistingStore(t *testing.T) {
 	if err := s.BeginRelist("test"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApplyListPage(toInterfaces(objs[:3])); err != nil {
+	if _, err := s.ApplyListPage(listPage(objs[:3])); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

@@ -24,6 +24,9 @@ var (
 	// ErrWatchListIncomplete means a WatchList stream ended before its initial-events-end bookmark.
 	ErrWatchListIncomplete = errors.New("reflector: watch-list stream ended before the initial-events-end bookmark")
 
+	// ErrResourceVersionAhead means the RV to resume from is ahead of the cluster's current RV (Options.CheckResumeRV).
+	ErrResourceVersionAhead = errors.New("reflector: resourceVersion is ahead of the cluster's current one")
+
 	// ErrWatchListNotHonored means a WatchList stream sent something other than ADDED before its initial-events-end bookmark.
 	ErrWatchListNotHonored = errors.New("reflector: server did not honor sendInitialEvents")
 )

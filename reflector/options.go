@@ -13,7 +13,9 @@ import (
 // Defaults of Options. The backoff values are client-go's: at the cap a
 // failing apiserver sees about one request per 30–60 s from each reflector.
 const (
-	DefaultPageSize        = 500
+	// DefaultPageSize keeps a relist's heap to a few MB (about three pages
+	// of decoded objects: one arriving, one queued, one being applied).
+	DefaultPageSize        = 50
 	DefaultMinWatchTimeout = 5 * time.Minute
 	DefaultBackoffInit     = 800 * time.Millisecond
 	DefaultBackoffMax      = 30 * time.Second
@@ -68,6 +70,22 @@ type Options struct {
 	// MustRelist makes the first action a relist even with a StartRV (the
 	// store says so when its last relist was interrupted).
 	MustRelist bool
+	// MustRelistReason is the reason MustRelist reports (metrics, logs, the
+	// store's relist marker); RelistRequired if empty. When set, it is
+	// reported even for a store without an RV (a store just emptied because
+	// it belonged to another cluster is not a plain cold start).
+	MustRelistReason RelistReason
+	// CheckResumeRV makes the reflector compare, before every WATCH that
+	// resumes from an RV it did not get from a relist just done (the warm
+	// start from StartRV, and every re-watch), that RV with the cluster's
+	// current one: one consistent LIST with Limit=1 and ResourceVersion=""
+	// through the ListerWatcher, whose list RV is the cluster's current RV.
+	// An RV ahead of it (an etcd restored from a backup, a file copied from
+	// another cluster, a recreated cluster) is reported as
+	// ErrResourceVersionAhead and relisted with reason RelistRVAhead: the
+	// apiserver would accept that WATCH and send nothing, forever. RVs that
+	// do not parse as integers are not compared.
+	CheckResumeRV bool
 
 	// PageSize is the Limit of each LIST page and the number of objects per
 	// AddListPage of a WatchList stream. Defaults to DefaultPageSize.
@@ -131,6 +149,13 @@ type Metrics interface {
 	WatchListFallback()
 	// Backoff is called before the reflector waits d after a failure.
 	Backoff(d time.Duration)
+	// ListWatchFailed is called with every error that ends a list or watch
+	// attempt, the ones the WatchErrorHandler receives.
+	ListWatchFailed(err error)
+	// WatchClosed is called when a watch ends without an error (the
+	// apiserver's timeout, or the stream closed); the reflector watches
+	// again from the last RV at once.
+	WatchClosed()
 }
 
 // NoopMetrics implements Metrics and ignores every call.
@@ -142,6 +167,8 @@ func (NoopMetrics) ListPage(int)               {}
 func (NoopMetrics) WatchResumed()              {}
 func (NoopMetrics) WatchListFallback()         {}
 func (NoopMetrics) Backoff(time.Duration)      {}
+func (NoopMetrics) ListWatchFailed(error)      {}
+func (NoopMetrics) WatchClosed()               {}
 
 // RelistReason says why the reflector relists; its values suit a metric label.
 type RelistReason string
@@ -155,6 +182,12 @@ const (
 	RelistExpired RelistReason = "expired"
 	// RelistTooLargeRV: the apiserver has not reached the RV yet.
 	RelistTooLargeRV RelistReason = "too_large_rv"
+	// RelistRVAhead: the RV to resume from is ahead of the cluster's current
+	// RV (Options.CheckResumeRV).
+	RelistRVAhead RelistReason = "rv_ahead_of_cluster"
+	// RelistClusterChanged: the store belonged to another cluster and was
+	// emptied (set by the informer through Options.MustRelistReason).
+	RelistClusterChanged RelistReason = "cluster_changed"
 )
 
 // WatchErrorHandler is called with every error that ends a list or watch

@@ -37,12 +37,14 @@ type Reflector struct {
 	// unstructured object with one; nil accepts any.
 	expectedGVK *schema.GroupVersionKind
 
-	startRV         string
-	mustRelist      bool
-	pageSize        int64
-	maxQueued       int
-	useWatchList    bool
-	minWatchTimeout time.Duration
+	startRV          string
+	mustRelist       bool
+	mustRelistReason RelistReason
+	checkResumeRV    bool
+	pageSize         int64
+	maxQueued        int
+	useWatchList     bool
+	minWatchTimeout  time.Duration
 
 	clock              clock.Clock
 	backoff            *backoff
@@ -85,6 +87,8 @@ func newReflector(lw cache.ListerWatcherWithContext, client any, expectedType ru
 		sink:               sink,
 		startRV:            opts.StartRV,
 		mustRelist:         opts.MustRelist,
+		mustRelistReason:   opts.MustRelistReason,
+		checkResumeRV:      opts.CheckResumeRV,
 		pageSize:           opts.PageSize,
 		maxQueued:          opts.MaxQueuedItems,
 		minWatchTimeout:    max(opts.MinWatchTimeout, DefaultMinWatchTimeout),
@@ -238,6 +242,8 @@ func (r *Reflector) Run(ctx context.Context) error {
 // initialAction returns the reason for a first relist, or "" for a warm start.
 func (r *Reflector) initialAction() RelistReason {
 	switch {
+	case r.mustRelist && r.mustRelistReason != "":
+		return r.mustRelistReason
 	case isColdResourceVersion(r.startRV):
 		return RelistColdStart
 	case r.mustRelist:
@@ -252,8 +258,9 @@ func isColdResourceVersion(rv string) bool {
 	return rv == "" || rv == "0"
 }
 
-// reportError hands err to the WatchErrorHandler.
+// reportError counts err and hands it to the WatchErrorHandler.
 func (r *Reflector) reportError(ctx context.Context, err error) {
+	r.metrics.ListWatchFailed(err)
 	r.watchErrorHandler(ctx, r, err)
 }
 

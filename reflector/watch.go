@@ -2,7 +2,9 @@ package reflector
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -55,8 +57,17 @@ func (r *Reflector) watch(ctx context.Context, resumed watchStream, afterRelist 
 		var err error
 		var established func()
 		if w == nil {
-			w, err = r.startWatch(ctx, rv, !afterRelist)
+			resume := !afterRelist
 			afterRelist = false
+			if resume && r.checkResumeRV {
+				if err = r.checkResourceVersion(ctx, rv); errors.Is(err, ErrResourceVersionAhead) {
+					r.reportError(ctx, err)
+					return RelistRVAhead
+				}
+			}
+			if err == nil {
+				w, err = r.startWatch(ctx, rv, resume)
+			}
 			established = func() { r.onWatchEstablished(rv) }
 		}
 		if err == nil {
@@ -67,6 +78,7 @@ func (r *Reflector) watch(ctx context.Context, resumed watchStream, afterRelist 
 		case ctx.Err() != nil:
 			return ""
 		case err == nil:
+			r.metrics.WatchClosed()
 			logger.V(4).Info("Watch closed, re-watching", "resourceVersion", r.LastSyncResourceVersion())
 			continue
 		}
@@ -79,6 +91,33 @@ func (r *Reflector) watch(ctx context.Context, resumed watchStream, afterRelist 
 			return ""
 		}
 	}
+}
+
+// checkResourceVersion compares rv, which a WATCH is about to resume from,
+// with the cluster's current RV: the list RV of a consistent LIST with
+// Limit=1. It returns an error wrapping ErrResourceVersionAhead when rv is
+// ahead, and the LIST's error when the check could not be made. An RV that
+// does not parse as an integer (on either side) is not compared.
+func (r *Reflector) checkResourceVersion(ctx context.Context, rv string) error {
+	obj, err := r.lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "", Limit: 1})
+	if err != nil {
+		return fmt.Errorf("check the resourceVersion against the cluster's: %w", err)
+	}
+	listMeta, err := meta.ListAccessor(obj)
+	if err != nil {
+		return fmt.Errorf("check the resourceVersion against the cluster's: %w: %w", ErrNotList, err)
+	}
+	current := listMeta.GetResourceVersion()
+	have, herr := strconv.ParseUint(rv, 10, 64)
+	now, nerr := strconv.ParseUint(current, 10, 64)
+	if herr != nil || nerr != nil {
+		klog.FromContext(ctx).V(4).Info("Cannot compare resourceVersions", "resourceVersion", rv, "clusterResourceVersion", current)
+		return nil
+	}
+	if have > now {
+		return fmt.Errorf("%w: resuming from %s, the cluster is at %s (an etcd restored from a backup, or another cluster): relisting", ErrResourceVersionAhead, rv, current)
+	}
+	return nil
 }
 
 // startWatch opens a watch from rv. resume says rv did not come from a

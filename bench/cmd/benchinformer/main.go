@@ -39,6 +39,7 @@ func main() {
 	flag.IntVar(&s.Namespaces, "namespaces", 100, "reads: namespaces the fake spreads its Pods over")
 	flag.DurationVar(&s.BenchTime, "benchtime", time.Second, "reads: benchtime")
 	flag.IntVar(&s.Count, "count", 1, "reads: runs of each benchmark")
+	flag.StringVar(&s.ProfileDir, "profile", "", "write CPU and heap profiles into this directory")
 	flag.Parse()
 	s.Control = s.Target.Host
 	if *caFile != "" {

@@ -3,7 +3,7 @@
 // prints one table of ratios and writes results.csv, results.json, table.md
 // and chart.svg (make bench).
 //
-//	go run ./bench/cmd/benchreport                  # N=10k and 50k, kube-apiserver at 10k
+//	go run ./bench/cmd/benchreport                  # N=10k, 50k and 150k, container at 50k, kube-apiserver at 10k
 //	BENCH_N=10000,50000,150000 go run ./bench/cmd/benchreport
 //	go run ./bench/cmd/benchreport -real-n 0        # fake apiserver only
 //	go run ./bench/cmd/benchreport -serve 10000     # only serve the fake (for benchinformer)
@@ -30,7 +30,7 @@ func main() {
 		os.Exit(code)
 	}
 	var cfg bench.Config
-	ns := flag.String("n", envOr("BENCH_N", "10000,50000"), "object counts run against the fake apiserver, comma-separated ($BENCH_N)")
+	ns := flag.String("n", envOr("BENCH_N", "10000,50000,150000"), "object counts run against the fake apiserver, comma-separated ($BENCH_N)")
 	flag.IntVar(&cfg.RealN, "real-n", envInt("BENCH_REAL_N", 10000), "object count of the kube-apiserver part, 0 to skip it ($BENCH_REAL_N)")
 	flag.StringVar(&cfg.Out, "out", "bench/out", "output directory")
 	flag.StringVar(&cfg.WorkDir, "work", "", "directory for the cache files (default: a temporary one)")
@@ -39,11 +39,13 @@ func main() {
 	flag.DurationVar(&cfg.ReadBenchTime, "read-benchtime", time.Second, "benchtime of each read benchmark")
 	flag.IntVar(&cfg.ReadCount, "read-count", 3, "runs of each read benchmark (the median is reported)")
 	flag.IntVar(&cfg.Repeat, "repeat", 3, "runs of the warm restart and of its client-go reference (medians reported)")
-	flag.IntVar(&cfg.StormAgents, "storm-agents", 20, "agent processes of the restart storm")
+	flag.IntVar(&cfg.StormAgents, "storm-agents", envInt("BENCH_STORM_AGENTS", 100), "agent processes of the restart storm ($BENCH_STORM_AGENTS)")
+	flag.IntVar(&cfg.ContainerN, "container-n", envInt("BENCH_CONTAINER_N", 50000), "object count of the container scenario (each implementation in a memory cgroup), 0 to skip it ($BENCH_CONTAINER_N)")
+	flag.DurationVar(&cfg.ContainerTimeout, "container-timeout", 2*time.Minute, "a sync in a memory cgroup that takes longer counts as failing")
 	flag.IntVar(&cfg.StormObjects, "storm-objects", 1000, "Pods each storm agent caches")
 	flag.BoolVar(&cfg.JSON, "json", false, "clients ask for JSON instead of protobuf")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "write each child's CPU and heap profiles under this directory")
-	only := flag.String("only", "", "run only these parts, comma-separated: sync, ingest, reads, real")
+	only := flag.String("only", "", "run only these parts, comma-separated: sync, ingest, reads, container, real")
 	serve := flag.Int("serve", 0, "only serve a fake apiserver with this many Pods until interrupted")
 	flag.Parse()
 

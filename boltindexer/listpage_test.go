@@ -1,0 +1,96 @@
+package boltindexer_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/cachefile"
+	bolt "go.etcd.io/bbolt"
+)
+
+// TestListPageRefusesDeletes: a list page holds upserts only; a delete in
+// one is bad input, refused before anything is written.
+func TestListPageRefusesDeletes(t *testing.T) {
+	s := boltindexertest.Open(t, "pods", podOpts())
+	if err := s.BeginRelist("test"); err != nil {
+		t.Fatal(err)
+	}
+	page := []boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: pod("a", "p", "5", "")}, {Type: boltindexer.OpDelete, Obj: pod("a", "q", "5", "")}}
+	if _, err := s.ApplyListPage(page); !errors.Is(err, boltindexer.ErrNotUpsert) {
+		t.Fatalf("a delete in a list page: %v, want ErrNotUpsert", err)
+	}
+	if n, err := s.Len(); err != nil || n != 0 {
+		t.Fatalf("store holds %d objects (%v) after a refused page, want 0", n, err)
+	}
+}
+
+// upserts makes a list page of objs.
+func upserts(objs ...interface{}) []boltindexer.Op {
+	ops := make([]boltindexer.Op, len(objs))
+	for i, obj := range objs {
+		ops[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: obj}
+	}
+	return ops
+}
+
+// TestColdRelistKeepsNoSeenKeys: a relist that begins on an empty store
+// writes no seen keys (nothing can be missing from the list), yet a relist
+// restarted after part of a cold one was applied still sweeps what the
+// restarted list no longer has.
+func TestColdRelistKeepsNoSeenKeys(t *testing.T) {
+	s := boltindexertest.Open(t, "pods", podOpts())
+	hasSeen := func() bool {
+		var found bool
+		if err := s.DB().View(func(tx *bolt.Tx) error {
+			b, err := cachefile.StoreTx(tx, s.Name())
+			found = err == nil && b.Seen() != nil
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
+	if err := s.BeginRelist("cold start"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyListPage(upserts(pod("a", "p1", "5", "n1"), pod("a", "p2", "6", "n1"))); err != nil {
+		t.Fatal(err)
+	}
+	if hasSeen() {
+		t.Fatal("a relist of an empty store keeps seen keys")
+	}
+	// The continue token expired: the list restarts and p2 is gone by now.
+	if err := s.BeginRelist("restart"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyListPage(upserts(pod("a", "p1", "5", "n1"), pod("a", "p3", "7", "n2"))); err != nil {
+		t.Fatal(err)
+	}
+	if !hasSeen() {
+		t.Fatal("a relist restarted over stored objects keeps no seen keys")
+	}
+	dels, err := s.FinishRelist("9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := changeTypes(dels); got != "a/p2:Deleted " {
+		t.Fatalf("deletes %q, want a/p2", got)
+	}
+	// A cold relist that runs to its end deletes nothing.
+	s2 := boltindexertest.Open(t, "pods", podOpts())
+	if err := s2.BeginRelist("cold start"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.ApplyListPage(upserts(pod("a", "p1", "5", "n1"))); err != nil {
+		t.Fatal(err)
+	}
+	if dels, err := s2.FinishRelist("5"); err != nil || len(dels) != 0 {
+		t.Fatalf("cold FinishRelist = %q, %v; want no deletes", changeTypes(dels), err)
+	}
+	if in, _, _ := s2.RelistInProgress(); in || s2.LastStoreSyncResourceVersion() != "5" || fmt.Sprint(s2.ListKeys()) != "[a/p1]" {
+		t.Fatalf("after a cold relist: marker %v, rv %q, keys %v", in, s2.LastStoreSyncResourceVersion(), s2.ListKeys())
+	}
+}

@@ -1,0 +1,234 @@
+package testutil
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ChildRoleEnv names the role a re-executed test binary runs (RunChild).
+const ChildRoleEnv = "BOLTINFORMER_TEST_CHILD"
+
+// ReadyLine is what a child prints once it is set up; StartChild waits for it.
+const ReadyLine = "ready"
+
+// RunChild runs the role ChildRoleEnv names, if any, and exits with its
+// code; in a test binary started normally it returns at once. Call it
+// first in TestMain.
+func RunChild(roles map[string]func() int) {
+	role := os.Getenv(ChildRoleEnv)
+	if role == "" {
+		return
+	}
+	run, ok := roles[role]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "unknown child role %q\n", role)
+		os.Exit(2)
+	}
+	os.Exit(run())
+}
+
+// Child is the test binary running as a child process in one role. Its
+// stdout is collected line by line as it is written, so a child that
+// prints a lot never blocks on a full pipe.
+type Child struct {
+	t      testing.TB
+	role   string
+	cmd    *exec.Cmd
+	stderr *syncBuilder
+
+	mu      sync.Mutex
+	lines   []string
+	changed chan struct{} // closed and replaced at each new line and at exit
+	exited  bool
+	state   *os.ProcessState
+}
+
+// StartChild starts this test binary in role, with env added to the
+// environment, and waits until it prints ReadyLine. The child is killed
+// and waited for when the test ends, if it is still running.
+func StartChild(t testing.TB, role string, env ...string) *Child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), ChildRoleEnv+"="+role), env...)
+	c := &Child{t: t, role: role, cmd: cmd, stderr: &syncBuilder{}, changed: make(chan struct{})}
+	cmd.Stderr = c.stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start child %s: %v", role, err)
+	}
+	go c.collect(bufio.NewScanner(out))
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		c.wait(time.Minute)
+	})
+	if _, ok := c.WaitLine(time.Minute, func(l string) bool { return l == ReadyLine }); !ok {
+		t.Fatalf("child %s did not print %q: exited %t; stdout %q; stderr:\n%s", role, ReadyLine, c.Exited(), c.Lines(), c.Stderr())
+	}
+	return c
+}
+
+// collect reads stdout until the child closes it, then reaps the child.
+func (c *Child) collect(sc *bufio.Scanner) {
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		c.mu.Lock()
+		c.lines = append(c.lines, sc.Text())
+		c.signalLocked()
+		c.mu.Unlock()
+	}
+	_ = c.cmd.Wait()
+	c.mu.Lock()
+	c.exited, c.state = true, c.cmd.ProcessState
+	c.signalLocked()
+	c.mu.Unlock()
+}
+
+func (c *Child) signalLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// Lines returns every stdout line so far.
+func (c *Child) Lines() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.lines...)
+}
+
+// Stderr returns what the child wrote to stderr so far.
+func (c *Child) Stderr() string { return c.stderr.String() }
+
+// Exited reports whether the child has exited and been reaped.
+func (c *Child) Exited() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.exited
+}
+
+// WaitLine waits up to timeout for a stdout line that match accepts and
+// returns the first one; false if the child exits or time runs out first.
+func (c *Child) WaitLine(timeout time.Duration, match func(string) bool) (string, bool) {
+	deadline := time.After(timeout)
+	seen := 0
+	for {
+		c.mu.Lock()
+		lines, exited, changed := c.lines[seen:], c.exited, c.changed
+		seen = len(c.lines)
+		c.mu.Unlock()
+		for _, l := range lines {
+			if match(l) {
+				return l, true
+			}
+		}
+		if exited {
+			return "", false
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return "", false
+		}
+	}
+}
+
+// Kill sends SIGKILL to the child.
+func (c *Child) Kill() {
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil && !c.Exited() {
+		c.t.Fatalf("kill child %s: %v", c.role, err)
+	}
+}
+
+// wait waits up to timeout for the child to exit; it reports whether it did.
+func (c *Child) wait(timeout time.Duration) bool {
+	deadline := time.After(timeout)
+	for {
+		c.mu.Lock()
+		exited, changed := c.exited, c.changed
+		c.mu.Unlock()
+		if exited {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return false
+		}
+	}
+}
+
+// WaitKilled waits up to timeout for the child to die and fails the test
+// unless SIGKILL ended it (by Kill, or by a failpoint). A child still
+// running at the timeout is killed and the test fails.
+func (c *Child) WaitKilled(timeout time.Duration) {
+	c.t.Helper()
+	if !c.wait(timeout) {
+		_ = c.cmd.Process.Kill()
+		c.wait(time.Minute)
+		c.t.Fatalf("child %s still running after %v; last stdout %q; stderr:\n%s", c.role, timeout, tail(c.Lines(), 5), c.Stderr())
+	}
+	c.mu.Lock()
+	state := c.state
+	c.mu.Unlock()
+	ws, ok := state.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		c.t.Fatalf("child %s ended with %v, not by SIGKILL; last stdout %q; stderr:\n%s", c.role, state, tail(c.Lines(), 5), c.Stderr())
+	}
+}
+
+func tail(s []string, n int) []string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// ChildTB is the testing.TB of code running in a child: a failure prints
+// its message to stderr and exits with status 1.
+type ChildTB struct{ testing.TB }
+
+func (ChildTB) Helper()                   {}
+func (ChildTB) Fatal(args ...any)         { fmt.Fprintln(os.Stderr, args...); os.Exit(1) }
+func (ChildTB) Fatalf(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...); os.Exit(1) }
+func (ChildTB) Errorf(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...); os.Exit(1) }
+
+// syncBuilder is a strings.Builder safe for the child's stderr copier and
+// the test reading it.
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Eventually polls cond every 10 ms until it holds, and fails the test if
+// it does not within timeout.
+func Eventually(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
