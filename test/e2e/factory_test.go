@@ -38,11 +38,19 @@ type requestLog struct {
 }
 
 // listsOf returns the relists of resource, as path?query.
+// listsOf returns the relists of resource: LISTs and WatchList streams,
+// leaving out the resume checks.
 func (l *requestLog) listsOf(resource string) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []string
 	for _, u := range l.lists {
+		q := u.Query()
+		// The resume check before a WATCH from a stored RV is a LIST with
+		// limit=1, no continue token and resourceVersion="": not a relist.
+		if q.Get("limit") == "1" && q.Get("continue") == "" && q.Get("resourceVersion") == "" && q.Get("watch") == "" {
+			continue
+		}
 		if strings.HasSuffix(u.Path, "/"+resource) {
 			out = append(out, u.RequestURI())
 		}
