@@ -38,6 +38,10 @@
 //	    &index=NAME%3DVALUE&metadataOnly=true&showSecrets=true
 //	/v1/stores/{store}/records     raw records as JSON lines {"record":{"key","value"(base64)}};
 //	    ?showSecrets=true is required for a Secret store.
+//	/v1/stores/{store}/watch       the objects' changes as JSON lines {"event":{"type","object"}}:
+//	    ADDED per selected object, one SYNCED, then ADDED, MODIFIED, DELETED as
+//	    commits change them (same query parameters as objects, except index);
+//	    it ends only when the client leaves or the server closes.
 //	/v1/snapshot                   a snapshot in package snapshot's format: header,
 //	    the file from one bbolt read transaction (tx.WriteTo), SHA-256 trailer;
 //	    chunked, cut (not terminated) if the copy fails midway.

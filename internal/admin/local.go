@@ -118,6 +118,7 @@ func (l *Local) Info(ctx context.Context) (*Info, error) {
 				ResourceVersion: s.RV,
 				Relisting:       s.Relisting,
 				RelistReason:    s.RelistReason,
+				RelistSeen:      relistSeenTx(tx, s.Name, s.Relisting),
 				Objects:         s.Objects,
 				UpdatedAt:       s.UpdatedAt,
 				Indexes:         s.Indexes,
@@ -157,6 +158,26 @@ func objectsBucket(tx *bolt.Tx, store string) *bolt.Bucket {
 		return nil
 	}
 	return root.Bucket(ischema.ObjectsBucket)
+}
+
+// relistSeenTx counts the keys a relist in progress has listed so far.
+func relistSeenTx(tx *bolt.Tx, store string, relisting bool) int {
+	if !relisting {
+		return 0
+	}
+	stores := tx.Bucket(ischema.StoresBucket)
+	if stores == nil {
+		return 0
+	}
+	root := stores.Bucket([]byte(store))
+	if root == nil {
+		return 0
+	}
+	seen := root.Bucket(ischema.SeenBucket)
+	if seen == nil {
+		return 0
+	}
+	return seen.Stats().KeyN
 }
 
 // namespacedTx guesses a store's scope from its first key.
