@@ -91,7 +91,9 @@ func (o *getOptions) runWatch(ctx context.Context, e *env, r admin.Reader, res r
 		key := ev.Object.GetNamespace() + "/" + ev.Object.GetName()
 		obj := ev.Object
 		if ev.Type == string(watch.Deleted) {
-			if prev, ok := last[key]; ok {
+			// A deleted object comes as its key alone: print it as last seen.
+			// (An object that left the selector comes whole.)
+			if prev, ok := last[key]; ok && obj.GetResourceVersion() == "" {
 				obj = prev
 			}
 			delete(last, key)

@@ -66,6 +66,8 @@ type result struct {
 // runOpts tweak a run.
 type runOpts struct {
 	terminal bool
+	// now is the clock (zero: admintest.Now).
+	now time.Time
 }
 
 // cachectl runs the command line with captured output and the fixture clock.
@@ -77,9 +79,13 @@ func cachectl(t testing.TB, args ...string) result {
 func cachectlWith(t testing.TB, o runOpts, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer
+	now := admintest.Now
+	if !o.now.IsZero() {
+		now = o.now
+	}
 	e := &env{
 		streams:    genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
-		now:        func() time.Time { return admintest.Now },
+		now:        func() time.Time { return now },
 		isTerminal: func(io.Writer) bool { return o.terminal },
 	}
 	code := run(context.Background(), e, args)
