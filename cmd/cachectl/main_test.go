@@ -68,6 +68,9 @@ type runOpts struct {
 	terminal bool
 	// now is the clock (zero: admintest.Now).
 	now time.Time
+	// oneTerminal writes stdout and stderr to one buffer (result.stdout),
+	// as both go to one terminal.
+	oneTerminal bool
 }
 
 // cachectl runs the command line with captured output and the fixture clock.
@@ -87,6 +90,9 @@ func cachectlWith(t testing.TB, o runOpts, args ...string) result {
 		streams:    genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
 		now:        func() time.Time { return now },
 		isTerminal: func(io.Writer) bool { return o.terminal },
+	}
+	if o.oneTerminal {
+		e.streams.ErrOut = &out
 	}
 	code := run(context.Background(), e, args)
 	return result{stdout: out.String(), stderr: errOut.String(), code: code}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -22,7 +23,7 @@ type migrateOptions struct {
 func (o *migrateOptions) AddFlags(fs *pflag.FlagSet) {
 	o.lock.AddFlags(fs)
 	fs.BoolVar(&o.dryRun, "dry-run", false, "Print the steps and check that they can read the file, without writing")
-	fs.StringVar(&o.target, "to-version", "", "Schema version to end at (default: the newest this cachectl knows; lower runs the reverts)")
+	fs.StringVar(&o.target, "to-version", "", "Schema version to end at, as info prints it (v1) or as a number (default: the newest this cachectl knows; lower runs the reverts)")
 }
 
 func newMigrateCommand(e *env) *cobra.Command {
@@ -46,7 +47,8 @@ shared one) and fails within --timeout if a process holds it.`,
 			}
 			opts := migrations.Options{LockTimeout: o.lock.timeout}
 			if o.target != "" {
-				v, err := strconv.ParseUint(o.target, 10, 64)
+				// "v0" as info prints it, or "0".
+				v, err := strconv.ParseUint(strings.TrimPrefix(o.target, "v"), 10, 64)
 				if err != nil {
 					return usageErrorf(cmd, "--to-version %q is not a schema version", o.target)
 				}

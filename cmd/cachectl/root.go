@@ -47,7 +47,13 @@ process's admin socket with --socket PATH instead; the output is the same.`,
 	root.SetIn(e.streams.In)
 	root.SetOut(e.streams.Out)
 	root.SetErr(e.streams.ErrOut)
+	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		// "cachectl inf --db x": the root has no --db, but the mistake is
+		// the command's name; say that, with a suggestion.
+		if !cmd.HasParent() && cmd.Flags().NArg() > 0 {
+			return unknownSubcommand(cmd, cmd.Flags().Args())
+		}
 		return usageErrorf(cmd, "%v", err)
 	})
 	for _, newCmd := range subcommands {

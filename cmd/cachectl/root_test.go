@@ -24,6 +24,9 @@ func TestHelp(t *testing.T) {
 func TestUsageErrors(t *testing.T) {
 	cachectl(t, "gte").failed(t, 2, `unknown command "gte"`, `did you mean "get"?`)
 	cachectl(t, "--nope").failed(t, 2, "unknown flag: --nope")
+	// The flag belongs to the command meant: the name is the mistake.
+	cachectl(t, "inf", "--db", "x").failed(t, 2, `unknown command "inf" for "cachectl"`, `did you mean "info"?`)
+	cachectl(t, "snapshot", "sav", "x").failed(t, 2, `unknown command "sav"`, `did you mean "save"?`)
 	cachectl(t, "info", "--timeout", "0s", "--db", fixtureFile).failed(t, 2, "--timeout must be positive")
 }
 
