@@ -27,7 +27,8 @@
 // one informer per --resource, typed (protobuf) for the types client-go
 // knows and dynamic (unstructured) for the rest.
 //
-// Exit codes: 0 success, 1 error, 2 usage error. Errors are one line on
+// Exit codes: 0 success, 1 error, 2 usage error, 130 interrupted (SIGINT or
+// SIGTERM; compact and migrate leave no partial file). Errors are one line on
 // stderr. Progress of long operations is shown on stderr only when it is a
 // terminal. The command never prints Secret data unless --show-secrets.
 package main

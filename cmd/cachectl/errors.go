@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -20,6 +21,8 @@ var (
 	errAmbiguous = errors.New("ambiguous resource")
 	// errCheckFailed means check found problems in the file.
 	errCheckFailed = errors.New("check failed")
+	// errInterrupted means SIGINT or SIGTERM stopped the command (exit 130).
+	errInterrupted = errors.New("interrupted")
 )
 
 // usageError is a usage error with the command whose help explains it.
@@ -68,6 +71,8 @@ func exitCode(err error) int {
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
+		return 130 // 128 + SIGINT, as a shell reports a process Ctrl-C ended
 	}
 	return 1
 }

@@ -31,6 +31,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(asCachectl) == "1" {
+		main() // the test binary re-executed as cachectl (see cachectlProcess)
+		return
+	}
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "cachectl-test-")
 	if err != nil {
@@ -68,6 +72,8 @@ type runOpts struct {
 	terminal bool
 	// now is the clock (zero: admintest.Now).
 	now time.Time
+	// name is the name cachectl runs as (argv[0]).
+	name string
 	// oneTerminal writes stdout and stderr to one buffer (result.stdout),
 	// as both go to one terminal.
 	oneTerminal bool
@@ -87,6 +93,7 @@ func cachectlWith(t testing.TB, o runOpts, args ...string) result {
 		now = o.now
 	}
 	e := &env{
+		name:       o.name,
 		streams:    genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
 		now:        func() time.Time { return now },
 		isTerminal: func(io.Writer) bool { return o.terminal },

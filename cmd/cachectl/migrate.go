@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -37,7 +39,11 @@ in one transaction or rewrites the file and renames the copy over it, so a
 crash leaves a complete file at the version of the last completed step.
 
 The file must not be in use: migrate takes its exclusive lock (a dry run a
-shared one) and fails within --timeout if a process holds it.`,
+shared one) and fails within --timeout if a process holds it.
+
+Ctrl-C (SIGINT) or SIGTERM stops it before the next step or between two
+transactions of a rewrite: the file stays complete at the version of the
+last finished step, the partial copy is removed, and the exit code is 130.`,
 		Example: `  cachectl migrate --db cache.db --dry-run
   cachectl migrate --db cache.db`,
 		Args: noArgs,
@@ -54,7 +60,7 @@ shared one) and fails within --timeout if a process holds it.`,
 				}
 				opts.Target = &v
 			}
-			return o.run(e, opts)
+			return o.run(cmd.Context(), e, opts)
 		},
 	}
 	o.AddFlags(cmd.Flags())
@@ -62,7 +68,7 @@ shared one) and fails within --timeout if a process holds it.`,
 	return cmd
 }
 
-func (o *migrateOptions) run(e *env, opts migrations.Options) error {
+func (o *migrateOptions) run(ctx context.Context, e *env, opts migrations.Options) error {
 	path := o.lock.db
 	if _, err := os.Stat(path); err != nil {
 		return o.lock.openError(err)
@@ -77,10 +83,13 @@ func (o *migrateOptions) run(e *env, opts migrations.Options) error {
 	}
 	prog := e.newProgress("migrating "+path, 0, false)
 	stop := prog.tick()
-	rep, err := migrations.Migrate(path, opts)
+	rep, err := migrations.MigrateContext(ctx, path, opts)
 	stop()
 	prog.finish()
 	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return newError(errInterrupted, "migrate interrupted: %s is complete at schema v%d (the last finished step) and the partial copy was removed", path, rep.To)
+		}
 		return o.lock.openError(err)
 	}
 	fmt.Fprintf(e.streams.Out, "%s\n", rep)

@@ -1,12 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
 
 func TestHelp(t *testing.T) {
-	for _, cmd := range [][]string{{}, {"get"}, {"info"}, {"check"}, {"compact"}, {"migrate"}, {"snapshot"}, {"snapshot", "save"}, {"snapshot", "restore"}, {"snapshot", "status"}} {
+	for _, cmd := range [][]string{{}, {"get"}, {"info"}, {"check"}, {"compact"}, {"migrate"}, {"snapshot"}, {"snapshot", "save"}, {"snapshot", "restore"}, {"snapshot", "status"}, {"version"}} {
 		t.Run(strings.Join(cmd, " "), func(t *testing.T) {
 			r := cachectl(t, append(cmd, "--help")...).ok(t)
 			for _, want := range []string{"Usage:", "Examples:", "cachectl"} {
@@ -44,4 +45,43 @@ func TestCompletion(t *testing.T) {
 			t.Errorf("completion lacks %q: %q", want, r.stdout)
 		}
 	}
+}
+
+// TestPluginName: run as kubectl-cache (the plugin of "kubectl cache"),
+// help, usage errors and examples name the command as the user typed it.
+func TestPluginName(t *testing.T) {
+	plugin := runOpts{name: "kubectl-cache"}
+	r := cachectlWith(t, plugin, "get", "--help").ok(t)
+	for _, want := range []string{"Usage:\n  kubectl cache get RESOURCE", "  kubectl cache get pods --db cache.db"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("help lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "cachectl get") {
+		t.Errorf("help still says cachectl get:\n%s", r.stdout)
+	}
+	cachectlWith(t, plugin, "gte").failed(t, 2, `unknown command "gte" for "kubectl cache"`, "'kubectl cache --help'")
+	cachectlWith(t, plugin, "get", "pods", "--nope").failed(t, 2, "'kubectl cache get --help'")
+	if r := cachectlWith(t, plugin, "get", "pods", "-o", "name", "--db", fixtureFile).ok(t); r.stdout != "pod/db-0\npod/web-0\npod/web-1\n" {
+		t.Errorf("get: %q", r.stdout)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	r := cachectl(t, "version").ok(t)
+	if !strings.HasPrefix(r.stdout, "Client Version: ") || !strings.Contains(r.stdout, "Schema Version: v1 (reads and writes v1; migrates from v0)\n") {
+		t.Errorf("text: %q", r.stdout)
+	}
+	var v versionInfo
+	if err := json.Unmarshal([]byte(cachectl(t, "version", "-o", "json").ok(t).stdout), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Schema.Current != 1 || v.Schema.OldestMigratable != 0 || v.ClientVersion.GitVersion == "" || v.ClientVersion.Writer != "boltinformer/v1" {
+		t.Errorf("json: %+v", v)
+	}
+	if r := cachectl(t, "version", "-o", "yaml").ok(t); !strings.Contains(r.stdout, "schemaVersion:\n  current: 1\n  oldestMigratable: 0\n") {
+		t.Errorf("yaml: %q", r.stdout)
+	}
+	cachectl(t, "version", "-o", "xml").failed(t, 2, `unknown output format "xml"`)
+	cachectl(t, "version", "extra").failed(t, 2, "version takes no arguments")
 }
