@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -133,11 +134,22 @@ stores it (read through --socket), until interrupted.`,
 			}
 			return nil
 		},
-		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-			if len(args) > 0 {
-				return nil, cobra.ShellCompDirectiveNoFileComp
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			switch {
+			case len(args) == 0 && strings.Contains(toComplete, "/"):
+				// TYPE/NAME
+				typ, _, _ := strings.Cut(toComplete, "/")
+				var out []string
+				for _, n := range o.completeNames(cmd.Context(), typ) {
+					out = append(out, typ+"/"+n)
+				}
+				return out, cobra.ShellCompDirectiveNoFileComp
+			case len(args) == 0:
+				return o.completeResources(cmd.Context()), cobra.ShellCompDirectiveNoFileComp
+			case !isTypeName(args[0]) && !strings.Contains(args[0], ","):
+				return o.completeNames(cmd.Context(), args[0]), cobra.ShellCompDirectiveNoFileComp
 			}
-			return o.completeResources(cmd.Context()), cobra.ShellCompDirectiveNoFileComp
+			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.complete(cmd, args); err != nil {
@@ -149,6 +161,9 @@ stores it (read through --socket), until interrupted.`,
 	o.AddFlags(cmd.Flags())
 	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return outputFormats, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	})
+	_ = cmd.RegisterFlagCompletionFunc("namespace", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		return o.completeNamespaces(cmd.Context()), cobra.ShellCompDirectiveNoFileComp
 	})
 	_ = cmd.RegisterFlagCompletionFunc("store", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 		var names []string
@@ -417,6 +432,62 @@ func (o *getOptions) completeResources(ctx context.Context) []string {
 		return newResolver(info).resourceNames()
 	}
 	return nil
+}
+
+// completeNamespaces lists the namespaces of the file's objects and the
+// namespaces stores are scoped to, for shell completion.
+func (o *getOptions) completeNamespaces(ctx context.Context) []string {
+	info := o.completeInfo(ctx)
+	if info == nil {
+		return nil
+	}
+	set := map[string]bool{}
+	for _, s := range info.Stores {
+		for _, ns := range s.Namespaces {
+			set[ns] = true
+		}
+		if s.Identity != nil && s.Identity.Namespace != "" {
+			set[s.Identity.Namespace] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for ns := range set {
+		out = append(out, ns)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// completeNames lists the names of the objects of resource in the
+// namespace get would read (-n, -A, or the default), for shell completion.
+func (o *getOptions) completeNames(ctx context.Context, resourceArg string) []string {
+	if o.source.db == "" && o.source.socket == "" {
+		return nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	r, err := o.source.open(ctx)
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	info, err := r.Info(ctx)
+	if err != nil {
+		return nil
+	}
+	res, err := newResolver(info).resolve(resourceArg, o.store)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	q := admin.Query{Store: res.store.Name, Namespace: o.namespaceFor(res), LabelSelector: o.labelSelector, MetadataOnly: true}
+	_ = r.List(ctx, q, func(u *unstructured.Unstructured) error {
+		names = append(names, u.GetName())
+		return nil
+	})
+	sort.Strings(names)
+	return names
 }
 
 // completeInfo reads the file's info for completion (nil on any error).

@@ -45,6 +45,32 @@ func TestCompletion(t *testing.T) {
 			t.Errorf("completion lacks %q: %q", want, r.stdout)
 		}
 	}
+	_, sock := liveCache(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		// Namespaces of every store's objects.
+		{[]string{"get", "pods", "-n", ""}, "default\nkube-system\nteam-a\n:4\n"},
+		// Names in the namespace get would read: the default, -n, -A.
+		{[]string{"get", "pods", ""}, "db-0\nweb-0\nweb-1\n:4\n"},
+		{[]string{"get", "pods", "-n", "kube-system", ""}, "dns-0\n:4\n"},
+		{[]string{"get", "po", "-A", ""}, "db-0\ndns-0\njob-7\nweb-0\nweb-1\n:4\n"},
+		{[]string{"get", "pods", "-l", "app=web", ""}, "web-0\nweb-1\n:4\n"},
+		{[]string{"get", "cm/"}, "cm/app-config\n:4\n"},
+		{[]string{"get", "gadgets", ""}, "gizmo\n:4\n"},
+	} {
+		for _, src := range []string{"--db=" + fixtureFile, "--socket=" + sock} {
+			if strings.HasPrefix(src, "--socket") && tc.args[1] == "gadgets" {
+				continue // not served by the live process
+			}
+			args := append([]string{"__complete", tc.args[0], src}, tc.args[1:]...)
+			r := cachectl(t, args...)
+			if got := strings.Split(r.stdout, "Completion ended")[0]; got != tc.want {
+				t.Errorf("%v: %q, want %q", args, got, tc.want)
+			}
+		}
+	}
 }
 
 // TestPluginName: run as kubectl-cache (the plugin of "kubectl cache"),

@@ -123,6 +123,7 @@ func (l *Local) Info(ctx context.Context) (*Info, error) {
 				UpdatedAt:       s.UpdatedAt,
 				Indexes:         s.Indexes,
 				Namespaced:      namespacedTx(tx, s.Name),
+				Namespaces:      namespacesTx(tx, s.Name),
 				Served:          l.served(s.Name),
 			})
 		}
@@ -178,6 +179,27 @@ func relistSeenTx(tx *bolt.Tx, store string, relisting bool) int {
 		return 0
 	}
 	return seen.Stats().KeyN
+}
+
+// namespacesTx lists the distinct namespaces of a store's keys, skipping
+// from one namespace to the next with a seek.
+func namespacesTx(tx *bolt.Tx, store string) []string {
+	b := objectsBucket(tx, store)
+	if b == nil {
+		return nil
+	}
+	var out []string
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; {
+		i := bytes.IndexByte(k, '/')
+		if i < 0 {
+			return nil // cluster-scoped
+		}
+		out = append(out, string(k[:i]))
+		// '/'+1 sorts right after every key of this namespace.
+		k, _ = c.Seek(append(bytes.Clone(k[:i]), '/'+1))
+	}
+	return out
 }
 
 // namespacedTx guesses a store's scope from its first key.

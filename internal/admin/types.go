@@ -70,6 +70,9 @@ type StoreInfo struct {
 	// Namespaced is true when the first stored key has a "namespace/"
 	// prefix, false when it has none, and nil for an empty store.
 	Namespaced *bool `json:"namespaced,omitempty"`
+	// Namespaces lists the namespaces of the stored objects, sorted (read
+	// from the keys, one seek per namespace).
+	Namespaces []string `json:"namespaces,omitempty"`
 	// Served is false for a store a live process has in its file but has
 	// not registered with its Server: it is listed but cannot be queried.
 	Served bool `json:"served"`
