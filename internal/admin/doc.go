@@ -2,8 +2,10 @@
 // opens the file itself or asks the process that owns it.
 //
 // A Reader answers Info, List (objects, filtered as kubectl filters them),
-// Records (raw stored bytes) and Snapshot (a consistent copy of the file
-// in package snapshot's format).
+// Records (raw stored bytes), Snapshot (a consistent copy of the file in
+// package snapshot's format) and Watch (the changes to the objects a query
+// selects, found by polling the store's resourceVersion and comparing
+// record hashes: no object is held).
 // Local implements it on a DB in this process; Client implements it over
 // a Server's unix socket. Both hand out the same JSON-normalised
 // unstructured objects, Secrets redacted unless asked, so a command prints
