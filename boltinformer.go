@@ -3,28 +3,37 @@ package boltinformer
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/admin"
 )
 
 // Options configure a Cache.
 type Options struct {
 	// LockTimeout bounds the wait when another process holds the file
-	// (default boltindexer.DefaultLockTimeout).
+	// (default cachefile.DefaultLockTimeout).
 	LockTimeout time.Duration
 	// NoSync turns fsync off. Only for tests and benchmarks: a crash can then
 	// lose committed data.
 	NoSync bool
-	// Registerer, when set, receives the cache's Prometheus metrics.
+	// Registerer, when set, receives the cache's Prometheus metrics (see
+	// the README for the list). Each carries the const label file, the
+	// cache file's absolute path, so several Caches may share one
+	// Registerer; Close unregisters them.
 	Registerer prometheus.Registerer
 	// Logger is the cache's logger; klog.Background() if nil.
 	Logger *klog.Logger
+	// OnCorruption says what to do with a damaged cache file (see
+	// CorruptionPolicy); the default fails.
+	OnCorruption CorruptionPolicy
+	// Now is the clock for file names and timestamps; time.Now if nil.
+	Now func() time.Time
 	// AdminSocket, when set, is the path of a unix socket (mode 0600) on
 	// which the cache serves read-only queries and consistent snapshots of
 	// its stores, for `cachectl --socket` (the file itself is locked while
@@ -32,13 +41,31 @@ type Options struct {
 	AdminSocket string
 }
 
+// CorruptionPolicy says what Open does with a damaged cache file: a
+// truncated file, a bad meta or page, or bbolt structure that does not hold.
+type CorruptionPolicy uint8
+
+const (
+	// FailOnCorruption makes Open fail with an error wrapping
+	// cachefile.ErrCorruptFile that names the file and the damage. Nothing
+	// is written to the file: an operator can inspect it (cachectl check).
+	FailOnCorruption CorruptionPolicy = iota
+	// RebuildOnCorruption moves the damaged file aside as
+	// NAME.corrupt-TIMESTAMP (kept for inspection), logs it, and starts a
+	// new file: every informer then cold-starts with a relist. A file that
+	// is not a cache file at all, or is locked, is never moved.
+	RebuildOnCorruption
+)
+
 // Cache is one cache file and the informers that keep its stores current.
 type Cache struct {
-	db      *boltindexer.DB
+	db      *cachefile.DB
 	opts    Options
 	logger  klog.Logger
 	metrics *metrics
 	admin   *admin.Server
+	// movedTo is where Open moved a damaged file (RebuildOnCorruption).
+	movedTo string
 
 	// mu guards informers and closed.
 	mu        sync.Mutex
@@ -50,14 +77,28 @@ type Cache struct {
 // error when the file is not a cache file, is locked by another process
 // beyond LockTimeout, or has a schema version this build cannot open.
 func Open(path string, opts Options) (*Cache, error) {
-	db, err := boltindexer.OpenDB(path, boltindexer.Options{LockTimeout: opts.LockTimeout, NoSync: opts.NoSync})
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	logger := klog.Background()
+	if opts.Logger != nil {
+		logger = *opts.Logger
+	}
+	dbOpts := cachefile.Options{LockTimeout: opts.LockTimeout, NoSync: opts.NoSync, Now: opts.Now}
+	db, err := cachefile.Open(path, dbOpts)
+	var movedTo string
+	if errors.Is(err, cachefile.ErrCorruptFile) && opts.OnCorruption == RebuildOnCorruption {
+		movedTo = fmt.Sprintf("%s.corrupt-%s", path, opts.Now().UTC().Format("20060102T150405.000000000Z"))
+		if rerr := os.Rename(path, movedTo); rerr != nil {
+			return nil, fmt.Errorf("%w; moving it aside failed: %w", err, rerr)
+		}
+		logger.Error(err, "Cache file is damaged; moved it aside and starting a new one (every informer relists)", "path", path, "movedTo", movedTo)
+		db, err = cachefile.Open(path, dbOpts)
+	}
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{db: db, opts: opts, informers: map[string]*Informer{}, logger: klog.Background()}
-	if opts.Logger != nil {
-		c.logger = *opts.Logger
-	}
+	c := &Cache{db: db, opts: opts, informers: map[string]*Informer{}, logger: logger, movedTo: movedTo}
 	c.metrics = newMetrics(c)
 	if opts.Registerer != nil {
 		if err := c.metrics.register(opts.Registerer); err != nil {
@@ -77,8 +118,23 @@ func Open(path string, opts Options) (*Cache, error) {
 	return c, nil
 }
 
+// MovedAside returns the path a damaged file was moved to when Open
+// rebuilt it (RebuildOnCorruption), or "".
+func (c *Cache) MovedAside() string { return c.movedTo }
+
+// informerList returns a copy of the cache's informers, in no order.
+func (c *Cache) informerList() []*Informer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	infs := make([]*Informer, 0, len(c.informers))
+	for _, inf := range c.informers {
+		infs = append(infs, inf)
+	}
+	return infs
+}
+
 // DB returns the cache file.
-func (c *Cache) DB() *boltindexer.DB { return c.db }
+func (c *Cache) DB() *cachefile.DB { return c.db }
 
 // Close closes the file. Stop every informer (cancel its Run context and
 // wait for Run to return) first; Close refuses while one still runs.

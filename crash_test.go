@@ -19,6 +19,7 @@ import (
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 const (
@@ -120,7 +121,7 @@ func TestCrashAtRandomPoints(t *testing.T) {
 func checkCrashedFile(t *testing.T, path string, s *script) int64 {
 	t.Helper()
 	boltindexertest.CheckFile(t, path)
-	st, err := boltindexer.Open(path, "Pod.v1", boltindexer.Options{}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: crashIndexers()})
+	st, err := boltindexer.Open(path, "Pod.v1", cachefile.Options{}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: crashIndexers()})
 	if err != nil {
 		t.Fatalf("reopen after SIGKILL: %v", err)
 	}

@@ -15,3 +15,10 @@ var (
 	// ErrClosed means the Cache was closed.
 	ErrClosed = errors.New("cache is closed")
 )
+
+// stoppedError is the error, in client-go's words, for a handler or an
+// indexer added after the informer stopped. It wraps ErrStopped.
+type stoppedError struct{ what string }
+
+func (e stoppedError) Error() string { return e.what + " because it has stopped already" }
+func (e stoppedError) Unwrap() error { return ErrStopped }

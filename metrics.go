@@ -2,67 +2,137 @@ package boltinformer
 
 import (
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
-const namespace = "boltinformer"
+// Metric names follow Prometheus's conventions: the unit (seconds, bytes,
+// or the thing counted) ends the name, counters end in _total, and every
+// labelled counter is initialised to zero for each store (and each value of
+// its other label) when the informer is made, so rate() and absent() work
+// from the first scrape. Every metric of a Cache carries the const label
+// file (the cache file's absolute path), so several Caches can register on
+// one Registerer, as client-go and controller-runtime users do with
+// controller-runtime's metrics.Registry.
+const (
+	namespace = "boltinformer"
+	fileLabel = "file"
+)
 
 // metrics are the Prometheus metrics of one Cache. They exist whether or
 // not a Registerer was given, so the code paths never check.
 type metrics struct {
-	cache         *Cache
-	eventsApplied *prometheus.CounterVec
-	batchSize     *prometheus.HistogramVec
-	commitLatency *prometheus.HistogramVec
-	commitErrors  *prometheus.CounterVec
-	dropped       *prometheus.CounterVec
-	relists       *prometheus.CounterVec
-	watchResumes  *prometheus.CounterVec
-	objects       *prometheus.Desc
-	fileSize      *prometheus.Desc
-	rvAge         *prometheus.Desc
+	cache *Cache
 
-	// mu guards lastAdvance and reg.
-	mu          sync.Mutex
-	lastAdvance map[string]time.Time
-	reg         prometheus.Registerer
+	eventsApplied    *prometheus.CounterVec
+	batchDeltas      *prometheus.HistogramVec
+	commitDuration   *prometheus.HistogramVec
+	commitErrors     *prometheus.CounterVec
+	dropped          *prometheus.CounterVec
+	relists          *prometheus.CounterVec
+	watchResumes     *prometheus.CounterVec
+	listWatchErrors  *prometheus.CounterVec
+	watchDisconnects *prometheus.CounterVec
+	replayDuration   *prometheus.HistogramVec
+
+	// Read at scrape time.
+	objects         *prometheus.Desc
+	synced          *prometheus.Desc
+	rvTimestamp     *prometheus.Desc
+	handlerBacklog  *prometheus.Desc
+	fileSize        *prometheus.Desc
+	freelistPages   *prometheus.Desc
+	scrapeCollector prometheus.Collector
+
+	// mu guards reg.
+	mu  sync.Mutex
+	reg prometheus.Registerer
 }
 
+// Values of the labels that counters are initialised with.
+var (
+	changeLabel  = [4]string{"unchanged", "added", "updated", "deleted"} // indexed by boltindexer.ChangeType
+	relistLabels = []reflector.RelistReason{reflector.RelistColdStart, reflector.RelistRequired, reflector.RelistExpired, reflector.RelistTooLargeRV}
+	replayLabels = []string{replayWarmStart, replayHandlerAdded}
+)
+
+// Values of the replay label of replay_duration_seconds.
+const (
+	replayWarmStart    = "warm_start"
+	replayHandlerAdded = "handler_added"
+)
+
 func newMetrics(c *Cache) *metrics {
-	return &metrics{
-		cache: c,
-		eventsApplied: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "events_applied_total",
-			Help: "Events applied to the store, by what they changed (added, updated, deleted, unchanged)."}, []string{"store", "change"}),
-		batchSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "batch_size",
-			Help: "Deltas applied per bbolt transaction.", Buckets: prometheus.ExponentialBuckets(1, 4, 8)}, []string{"store"}),
-		commitLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "commit_duration_seconds",
-			Help: "Time to apply and commit one batch.", Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16)}, []string{"store"}),
-		commitErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "commit_errors_total",
-			Help: "Failed writes to the cache file (retried)."}, []string{"store"}),
-		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "objects_dropped_total",
-			Help: "Objects the store refused (no metadata, wrong type, IndexFunc error)."}, []string{"store"}),
-		relists: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "relists_total",
-			Help: "Relists started, by reason."}, []string{"store", "reason"}),
-		watchResumes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "watch_resumes_total",
-			Help: "Watches started from a known resourceVersion without a relist."}, []string{"store"}),
-		objects:     prometheus.NewDesc(namespace+"_objects", "Objects in the store.", []string{"store"}, nil),
-		fileSize:    prometheus.NewDesc(namespace+"_db_file_size_bytes", "Size of the cache file.", nil, nil),
-		rvAge:       prometheus.NewDesc(namespace+"_stored_rv_age_seconds", "Seconds since the store's resourceVersion last advanced.", []string{"store"}, nil),
-		lastAdvance: map[string]time.Time{},
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, append([]string{"store"}, labels...))
 	}
+	histogram := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: name, Help: help, Buckets: buckets}, append([]string{"store"}, labels...))
+	}
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc(prometheus.BuildFQName(namespace, "", name), help, labels, nil)
+	}
+	m := &metrics{
+		cache: c,
+		eventsApplied: counter("events_applied_total",
+			"Events applied to the store, by what they changed (added, updated, deleted, unchanged).", "change"),
+		batchDeltas: histogram("commit_batch_deltas",
+			"Deltas applied per bbolt transaction.", prometheus.ExponentialBuckets(1, 4, 8)),
+		commitDuration: histogram("commit_duration_seconds",
+			"Time to apply and commit one batch, retries included.", prometheus.ExponentialBuckets(0.0001, 2, 16)),
+		commitErrors: counter("commit_errors_total",
+			"Failed writes to the cache file (each is retried)."),
+		dropped: counter("objects_dropped_total",
+			"Objects the store refused (no metadata, wrong type, IndexFunc error)."),
+		relists: counter("relists_total",
+			"Relists started, by reason.", "reason"),
+		watchResumes: counter("watch_resumes_total",
+			"Watches started from a known resourceVersion without a relist."),
+		listWatchErrors: counter("list_watch_errors_total",
+			"List and watch requests that ended with an error; the informer backs off and retries, or relists after 410 Gone."),
+		watchDisconnects: counter("watch_disconnects_total",
+			"Watches the apiserver ended without an error (its timeout, or the connection closed); the informer watches again from the last resourceVersion."),
+		replayDuration: histogram("replay_duration_seconds",
+			"Time to replay the stored objects to handlers from disk: all handlers on a warm start, or one handler added to a running informer.",
+			prometheus.ExponentialBuckets(0.001, 4, 10), "replay"),
+		objects: desc("objects",
+			"Objects in the store.", "store"),
+		synced: desc("synced",
+			"1 once the store has synced (the informer's HasSynced), else 0.", "store"),
+		rvTimestamp: desc("stored_rv_timestamp_seconds",
+			"Unix time at which the store's stored resourceVersion last moved (until it moves in this process: the store's last commit as recorded in the file; 0 if it has none).", "store"),
+		handlerBacklog: desc("handler_pending_notifications",
+			"Notifications queued for the store's slowest event handler, not yet delivered.", "store"),
+		fileSize: desc("db_file_size_bytes",
+			"Size of the cache file."),
+		freelistPages: desc("db_freelist_pages",
+			"Pages on bbolt's freelist: free pages are reused by later commits (cachectl compact returns them to the filesystem); pending pages were freed by a commit and are still visible to an open read transaction.", "state"),
+	}
+	m.scrapeCollector = scrapeCollector{m}
+	return m
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.eventsApplied, m.batchSize, m.commitLatency, m.commitErrors, m.dropped, m.relists, m.watchResumes, m}
+	return []prometheus.Collector{
+		m.eventsApplied, m.batchDeltas, m.commitDuration, m.commitErrors, m.dropped, m.relists,
+		m.watchResumes, m.listWatchErrors, m.watchDisconnects, m.replayDuration, m.scrapeCollector,
+	}
 }
 
+// register registers the metrics on reg, labelled with the cache file.
 func (m *metrics) register(reg prometheus.Registerer) error {
+	path := m.cache.db.Path()
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	reg = prometheus.WrapRegistererWith(prometheus.Labels{fileLabel: path}, reg)
 	for i, c := range m.collectors() {
 		if err := reg.Register(c); err != nil {
 			for _, done := range m.collectors()[:i] {
@@ -89,56 +159,98 @@ func (m *metrics) unregister() {
 	}
 }
 
-// Describe implements prometheus.Collector for the gauges read at scrape time.
-func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
-	ch <- m.objects
-	ch <- m.fileSize
-	ch <- m.rvAge
+// scrapeCollector reads the gauges that are read at scrape time.
+type scrapeCollector struct{ m *metrics }
+
+// Describe implements prometheus.Collector.
+func (s scrapeCollector) Describe(ch chan<- *prometheus.Desc) {
+	m := s.m
+	for _, d := range []*prometheus.Desc{m.objects, m.synced, m.rvTimestamp, m.handlerBacklog, m.fileSize, m.freelistPages} {
+		ch <- d
+	}
 }
 
-// Collect reads object counts, the file size and RV ages.
-func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+// Collect implements prometheus.Collector.
+func (s scrapeCollector) Collect(ch chan<- prometheus.Metric) {
+	m := s.m
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
 	if fi, err := os.Stat(m.cache.db.Path()); err == nil {
-		ch <- prometheus.MustNewConstMetric(m.fileSize, prometheus.GaugeValue, float64(fi.Size()))
+		gauge(m.fileSize, float64(fi.Size()))
 	}
-	m.cache.mu.Lock()
-	infs := make([]*Informer, 0, len(m.cache.informers))
-	for _, inf := range m.cache.informers {
-		infs = append(infs, inf)
-	}
-	m.cache.mu.Unlock()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, inf := range infs {
+	free, pending := freelistPages(m.cache.db)
+	gauge(m.freelistPages, float64(free), "free")
+	gauge(m.freelistPages, float64(pending), "pending")
+	for _, inf := range m.cache.informerList() {
 		if n, err := inf.store.Len(); err == nil {
-			ch <- prometheus.MustNewConstMetric(m.objects, prometheus.GaugeValue, float64(n), inf.name)
+			gauge(m.objects, float64(n), inf.name)
 		}
-		if t, ok := m.lastAdvance[inf.name]; ok {
-			ch <- prometheus.MustNewConstMetric(m.rvAge, prometheus.GaugeValue, inf.clock.Since(t).Seconds(), inf.name)
+		synced := 0.0
+		if inf.HasSynced() {
+			synced = 1
 		}
+		gauge(m.synced, synced, inf.name)
+		gauge(m.rvTimestamp, inf.metrics.storedRVTimestamp(), inf.name)
+		gauge(m.handlerBacklog, float64(inf.processor.MaxPending()), inf.name)
 	}
 }
 
-func (m *metrics) rvAdvanced(store string, now time.Time) {
-	m.mu.Lock()
-	m.lastAdvance[store] = now
-	m.mu.Unlock()
+// freelistPages reads the free and pending pages of the file's freelist
+// from bbolt's statistics, which every write transaction updates.
+func freelistPages(db *cachefile.DB) (free, pending int) {
+	s := db.Stats()
+	return s.FreePageN, s.PendingPageN
 }
 
 // storeMetrics are the metrics of one informer.
 type storeMetrics struct {
 	*metrics
 	inf *Informer
+
+	// rvMu guards storedRV and rvMovedAt.
+	rvMu sync.Mutex
+	// storedRV is the store's stored RV when last read.
+	storedRV string
+	// rvMovedAt is when storedRV last changed; zero if unknown.
+	rvMovedAt time.Time
 }
 
-func (m *metrics) forStore(inf *Informer) *storeMetrics { return &storeMetrics{metrics: m, inf: inf} }
+// forStore makes inf's metrics and initialises its counters to zero. The
+// stored RV's timestamp starts at the time the file says the RV last moved:
+// a store whose RV does not move in this process is still reported.
+func (m *metrics) forStore(inf *Informer) *storeMetrics {
+	s := &storeMetrics{metrics: m, inf: inf}
+	name := inf.name
+	for _, c := range changeLabel {
+		m.eventsApplied.WithLabelValues(name, c)
+	}
+	for _, r := range relistLabels {
+		m.relists.WithLabelValues(name, string(r))
+	}
+	for _, r := range replayLabels {
+		m.replayDuration.WithLabelValues(name, r)
+	}
+	for _, v := range []*prometheus.CounterVec{m.commitErrors, m.dropped, m.watchResumes, m.listWatchErrors, m.watchDisconnects} {
+		v.WithLabelValues(name)
+	}
+	m.batchDeltas.WithLabelValues(name)
+	m.commitDuration.WithLabelValues(name)
+
+	if rv, err := inf.store.ResourceVersion(); err == nil && rv != "" {
+		s.storedRV = rv
+		if at, err := inf.store.RVUpdatedAt(); err == nil {
+			s.rvMovedAt = at
+		}
+	}
+	return s
+}
 
 func (s *storeMetrics) observeCommit(n int, d time.Duration, changes []boltindexer.Change) {
 	name := s.inf.name
 	if n > 0 {
-		s.batchSize.WithLabelValues(name).Observe(float64(n))
-		s.commitLatency.WithLabelValues(name).Observe(d.Seconds())
-		s.rvAdvanced(name, s.inf.clock.Now())
+		s.batchDeltas.WithLabelValues(name).Observe(float64(n))
+		s.commitDuration.WithLabelValues(name).Observe(d.Seconds())
 	}
 	var counts [4]int
 	for _, ch := range changes {
@@ -149,9 +261,39 @@ func (s *storeMetrics) observeCommit(n int, d time.Duration, changes []boltindex
 			s.eventsApplied.WithLabelValues(name, changeLabel[t]).Add(float64(c))
 		}
 	}
+	s.checkStoredRV()
 }
 
-var changeLabel = [4]string{"unchanged", "added", "updated", "deleted"}
+// checkStoredRV reads the stored RV back after a commit that may have moved
+// it (events, a bookmark, the end of a relist) and notes the time when it
+// did. Reading it back, rather than predicting it, keeps the store's rules
+// (never backwards, never during a relist) in one place.
+func (s *storeMetrics) checkStoredRV() {
+	rv, err := s.inf.store.ResourceVersion()
+	if err != nil {
+		return
+	}
+	s.rvMu.Lock()
+	defer s.rvMu.Unlock()
+	if rv != s.storedRV {
+		s.storedRV, s.rvMovedAt = rv, s.inf.clock.Now()
+	}
+}
+
+// storedRVTimestamp is the Unix time of rvMovedAt, 0 if unknown.
+func (s *storeMetrics) storedRVTimestamp() float64 {
+	s.rvMu.Lock()
+	defer s.rvMu.Unlock()
+	if s.rvMovedAt.IsZero() {
+		return 0
+	}
+	return float64(s.rvMovedAt.UnixNano()) / 1e9
+}
+
+// observeReplay records how long a replay from disk took.
+func (s *storeMetrics) observeReplay(kind string, d time.Duration) {
+	s.replayDuration.WithLabelValues(s.inf.name, kind).Observe(d.Seconds())
+}
 
 // reflectorMetrics feeds the reflector's reports into the informer.
 type reflectorMetrics struct{ inf *Informer }
@@ -159,7 +301,6 @@ type reflectorMetrics struct{ inf *Informer }
 var _ reflector.Metrics = reflectorMetrics{}
 
 func (r reflectorMetrics) RelistStarted(reason reflector.RelistReason) {
-	r.inf.setRelistReason(string(reason))
 	r.inf.metrics.relists.WithLabelValues(r.inf.name, string(reason)).Inc()
 	r.inf.logger.Info("Relisting", "reason", string(reason))
 }
@@ -170,3 +311,9 @@ func (r reflectorMetrics) WatchResumed() {
 }
 func (r reflectorMetrics) WatchListFallback()    {}
 func (r reflectorMetrics) Backoff(time.Duration) {}
+func (r reflectorMetrics) ListWatchFailed(error) {
+	r.inf.metrics.listWatchErrors.WithLabelValues(r.inf.name).Inc()
+}
+func (r reflectorMetrics) WatchClosed() {
+	r.inf.metrics.watchDisconnects.WithLabelValues(r.inf.name).Inc()
+}

@@ -67,15 +67,19 @@ func (inf *Informer) handleRun(ctx context.Context, run []cache.Delta) error {
 		return inf.applyListPage(ctx, run)
 	case cache.Bookmark:
 		info, _ := run[0].Object.(cache.BookmarkInfo)
-		return inf.retry(ctx, "bookmark", func() error {
+		err := inf.retry(ctx, "bookmark", func() error {
 			_, err := inf.store.Apply(nil, info.ResourceVersion)
 			return err
 		})
+		if err == nil {
+			inf.metrics.checkStoredRV()
+		}
+		return err
 	case cache.SyncAll, cache.Sync:
 		return inf.resync()
 	case deltafifo.ListStart:
-		reason := inf.currentRelistReason()
-		return inf.retry(ctx, "begin relist", func() error { return inf.store.BeginRelist(reason) })
+		info, _ := run[0].Object.(deltafifo.ListStartInfo)
+		return inf.retry(ctx, "begin relist", func() error { return inf.store.BeginRelist(info.Reason) })
 	case deltafifo.ListComplete:
 		info, _ := run[0].Object.(deltafifo.ListCompleteInfo)
 		return inf.finishRelist(ctx, info.ResourceVersion)
@@ -111,13 +115,7 @@ func (inf *Informer) applyListPage(ctx context.Context, run []cache.Delta) error
 	for i, d := range run {
 		ops[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: d.Object}
 	}
-	changes, err := inf.applyOps(ctx, ops, func(ops []boltindexer.Op) ([]boltindexer.Change, error) {
-		objs := make([]interface{}, len(ops))
-		for i := range ops {
-			objs[i] = ops[i].Obj
-		}
-		return inf.store.ApplyListPage(objs)
-	})
+	changes, err := inf.applyOps(ctx, ops, inf.store.ApplyListPage)
 	if err != nil {
 		return err
 	}
@@ -217,9 +215,8 @@ func (inf *Informer) finishRelist(ctx context.Context, rv string) error {
 	}
 	inf.metrics.observeCommit(0, 0, dels)
 	for _, ch := range dels {
-		inf.processor.Distribute(processor.Delete{Obj: cache.DeletedFinalStateUnknown{Key: ch.Key, Obj: ch.Old}}, false)
+		inf.processor.Distribute(processor.Delete{Obj: cache.DeletedFinalStateUnknown{Key: ch.Key, Obj: ch.Old}})
 	}
-	inf.metrics.rvAdvanced(inf.name, inf.clock.Now())
 	inf.markSynced()
 	return nil
 }
@@ -229,23 +226,29 @@ func (inf *Informer) finishRelist(ctx context.Context, rv string) error {
 func (inf *Informer) notify(ch boltindexer.Change, obj interface{}, initial bool) {
 	switch ch.Type {
 	case boltindexer.Added:
-		inf.processor.Distribute(processor.Add{Obj: ch.New, IsInInitialList: initial}, false)
+		inf.processor.Distribute(processor.Add{Obj: ch.New, IsInInitialList: initial})
 	case boltindexer.Updated:
 		if ch.OldErr != nil {
 			inf.logger.Error(ch.OldErr, "Previous object could not be decoded; notifying as an add", "key", ch.Key)
-			inf.processor.Distribute(processor.Add{Obj: ch.New, IsInInitialList: initial}, false)
+			inf.processor.Distribute(processor.Add{Obj: ch.New, IsInInitialList: initial})
 			return
 		}
-		inf.processor.Distribute(processor.Update{Old: ch.Old, New: ch.New}, false)
+		inf.processor.Distribute(processor.Update{Old: ch.Old, New: ch.New})
 	case boltindexer.Deleted:
-		inf.processor.Distribute(processor.Delete{Obj: obj}, false)
+		inf.processor.Distribute(processor.Delete{Obj: obj})
+	case boltindexer.Unchanged:
+		// client-go's processDeltas notifies a delete whether or not the
+		// store held the object; a stale delete (stored newer) is dropped.
+		if ch.Absent {
+			inf.processor.Distribute(processor.Delete{Obj: obj})
+		}
 	}
 }
 
 // resync sends every stored object as an update to the handlers that are due.
 func (inf *Informer) resync() error {
 	return inf.store.ForEach(func(obj interface{}) error {
-		inf.processor.Distribute(processor.Update{Old: obj, New: obj}, true)
+		inf.processor.DistributeSync(processor.Update{Old: obj, New: obj})
 		return nil
 	})
 }

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	bolt "go.etcd.io/bbolt"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -477,16 +476,16 @@ func control(ctx context.Context, base, what, query string, out any) error {
 
 // fileSizes returns the cache file's size and the bytes of its pages in use.
 func fileSizes(c *boltinformer.Cache) (int64, int64, error) {
-	b := c.DB().Bolt()
-	fi, err := os.Stat(b.Path())
+	db := c.DB()
+	fi, err := os.Stat(db.Path())
 	if err != nil {
 		return 0, 0, err
 	}
-	var size int64
-	if err := b.View(func(tx *bolt.Tx) error { size = tx.Size(); return nil }); err != nil {
+	info, err := db.Info()
+	if err != nil {
 		return 0, 0, err
 	}
-	st := b.Stats()
-	used := size - int64(st.FreePageN+st.PendingPageN)*int64(b.Info().PageSize)
+	st := db.Stats()
+	used := info.DataSize - int64(st.FreePageN+st.PendingPageN)*int64(info.PageSize)
 	return fi.Size(), used, nil
 }

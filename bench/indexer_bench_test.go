@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // Indexer benchmarks: the same 10k Pods in 100 namespaces in client-go's
@@ -35,7 +36,7 @@ func indexerCases() []indexerCase {
 }
 
 func openStore(b *testing.B, hot int64) *boltindexer.Store {
-	s, err := boltindexer.Open(filepath.Join(b.TempDir(), "bench.db"), "pods", boltindexer.Options{},
+	s, err := boltindexer.Open(filepath.Join(b.TempDir(), "bench.db"), "pods", cachefile.Options{},
 		boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: indexers(), HotCacheBytes: hot})
 	if err != nil {
 		b.Fatal(err)

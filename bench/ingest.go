@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // IngestResult is the sustained rate of watch events an informer applied.
@@ -47,7 +48,7 @@ type StoreIngest struct {
 // informer first) in batches of batch, fsync on, as the informer's commit
 // does, and times each Apply.
 func storeIngest(db string, n, namespaces, events, batch int) (*StoreIngest, error) {
-	s, err := boltindexer.Open(db, "Pod.v1", boltindexer.Options{}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
+	s, err := boltindexer.Open(db, "Pod.v1", cachefile.Options{}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
 	if err != nil {
 		return nil, err
 	}
@@ -105,8 +106,8 @@ func ingest(ctx context.Context, spec Spec, u *informerUnderTest, h *countingHan
 	res.Seconds = time.Since(start).Seconds()
 	res.EventsPerSecond = float64(res.Events) / res.Seconds
 	after := gatherHistograms(u.reg)
-	if b, ok := after["boltinformer_batch_size"]; ok {
-		d := b.minus(before["boltinformer_batch_size"])
+	if b, ok := after["boltinformer_commit_batch_deltas"]; ok {
+		d := b.minus(before["boltinformer_commit_batch_deltas"])
 		res.Batches = int64(d.count)
 		if d.count > 0 {
 			res.MeanBatch = d.sum / d.count

@@ -3,9 +3,7 @@ package boltindexer
 import (
 	"fmt"
 
-	"k8s.io/client-go/tools/cache"
-
-	"github.com/boltinformer/boltinformer/internal/schema"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // OpType is the kind of an Apply operation.
@@ -55,34 +53,41 @@ func (s *Store) Apply(ops []Op, rv string) ([]Change, error) {
 		prepared[i], keys[i] = p, p.key
 	}
 	changes := make([]Change, len(ops))
-	olds := make([][]byte, len(ops))
-	err := s.write(keys, func() []hotEntry { return fillFor(prepared, changes) }, func(b *storeBuckets) error {
+	olds := make([]*cachefile.Record, len(ops))
+	var advanced bool
+	err := s.write(keys, func() []hotEntry { return fillFor(prepared, changes) }, func(b *cachefile.Buckets) error {
 		for i, p := range prepared {
 			var err error
-			if changes[i], olds[i], err = s.applyLocked(b, p, newerOnly); err != nil {
+			if changes[i], olds[i], err = s.applyTx(b, p, newerOnly); err != nil {
 				return err
 			}
 		}
-		return s.advanceRVLocked(b, rv)
+		var err error
+		advanced, err = s.advanceRVTx(b, rv)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store %s: apply %d ops: %w", s.name, len(ops), err)
+	}
+	if advanced {
+		s.seen(rv)
 	}
 	s.decodeOld(changes, olds)
 	return changes, nil
 }
 
-// advanceRVLocked moves the stored RV forward to rv. It never moves it back
-// and never moves it during a relist (invariant 3).
-func (s *Store) advanceRVLocked(b *storeBuckets, rv string) error {
-	if rv == "" || b.state.Get(schema.StateRelist) != nil {
-		return s.touchLocked(b)
+// advanceRVTx moves the stored RV forward to rv and reports whether it
+// moved. It never moves it back and never moves it during a relist
+// (invariant 3).
+func (s *Store) advanceRVTx(b *cachefile.Buckets, rv string) (bool, error) {
+	if rv == "" || b.State.Get(cachefile.StateRelist) != nil {
+		return false, s.touchTx(b)
 	}
-	cur := string(b.state.Get(schema.StateRV))
+	cur := string(b.State.Get(cachefile.StateRV))
 	if cur != "" && !rvNewer(rv, cur) {
-		return s.touchLocked(b)
+		return false, s.touchTx(b)
 	}
-	return s.setRVLocked(b, rv)
+	return true, s.setRVTx(b, rv)
 }
 
 func fillFor(prepared []*op, changes []Change) []hotEntry {
@@ -101,8 +106,8 @@ func fillFor(prepared []*op, changes []Change) []hotEntry {
 func (s *Store) RelistInProgress() (bool, string, error) {
 	var in bool
 	var reason string
-	err := s.view(func(b *storeBuckets) error {
-		v := b.state.Get(schema.StateRelist)
+	err := s.view(func(b *cachefile.Buckets) error {
+		v := b.State.Get(cachefile.StateRelist)
 		in, reason = v != nil, string(v)
 		return nil
 	})
@@ -115,57 +120,60 @@ func (s *Store) BeginRelist(reason string) error {
 	if reason == "" {
 		reason = "relist"
 	}
-	return s.write([]string{}, nil, func(b *storeBuckets) error {
-		if b.root.Bucket(schema.SeenBucket) != nil {
-			if err := b.root.DeleteBucket(schema.SeenBucket); err != nil {
+	return s.write([]string{}, nil, func(b *cachefile.Buckets) error {
+		if b.Root.Bucket(cachefile.SeenBucket) != nil {
+			if err := b.Root.DeleteBucket(cachefile.SeenBucket); err != nil {
 				return err
 			}
 		}
-		if _, err := b.root.CreateBucket(schema.SeenBucket); err != nil {
+		if _, err := b.Root.CreateBucket(cachefile.SeenBucket); err != nil {
 			return err
 		}
-		if err := b.state.Put(schema.StateRelist, []byte(reason)); err != nil {
+		if err := b.State.Put(cachefile.StateRelist, []byte(reason)); err != nil {
 			return err
 		}
-		return s.touchLocked(b)
+		return s.touchTx(b)
 	})
 }
 
-// ApplyListPage stores the objects of one list page whose RV differs from
-// the stored one and marks every key of the page as seen. Unchanged
-// objects produce no write and an Unchanged change.
-func (s *Store) ApplyListPage(objs []interface{}) ([]Change, error) {
+// ApplyListPage stores the objects of one list page (upserts only) whose RV
+// differs from the stored one and marks every key of the page as seen.
+// Unchanged objects produce no write and an Unchanged change.
+func (s *Store) ApplyListPage(ops []Op) ([]Change, error) {
 	s.indexMu.RLock()
 	defer s.indexMu.RUnlock()
-	prepared := make([]*op, len(objs))
-	keys := make([]string, len(objs))
-	for i, obj := range objs {
-		p, err := s.prepareUpsertLocked(obj)
+	prepared := make([]*op, len(ops))
+	keys := make([]string, len(ops))
+	for i, o := range ops {
+		if o.Type != OpUpsert {
+			return nil, fmt.Errorf("store %s: list item %d: %w", s.name, i, ErrNotUpsert)
+		}
+		p, err := s.prepareUpsertLocked(o.Obj)
 		if err != nil {
 			return nil, fmt.Errorf("list item %d: %w", i, err)
 		}
 		prepared[i], keys[i] = p, p.key
 	}
-	changes := make([]Change, len(objs))
-	olds := make([][]byte, len(objs))
-	err := s.write(keys, func() []hotEntry { return fillFor(prepared, changes) }, func(b *storeBuckets) error {
-		seen := b.root.Bucket(schema.SeenBucket)
-		if seen == nil || b.state.Get(schema.StateRelist) == nil {
+	changes := make([]Change, len(ops))
+	olds := make([]*cachefile.Record, len(ops))
+	err := s.write(keys, func() []hotEntry { return fillFor(prepared, changes) }, func(b *cachefile.Buckets) error {
+		seen := b.Root.Bucket(cachefile.SeenBucket)
+		if seen == nil || b.State.Get(cachefile.StateRelist) == nil {
 			return ErrNoRelist
 		}
 		for i, p := range prepared {
 			var err error
-			if changes[i], olds[i], err = s.applyLocked(b, p, differentOnly); err != nil {
+			if changes[i], olds[i], err = s.applyTx(b, p, differentOnly); err != nil {
 				return err
 			}
 			if err := seen.Put([]byte(p.key), nil); err != nil {
 				return err
 			}
 		}
-		return s.touchLocked(b)
+		return s.touchTx(b)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store %s: apply list page of %d: %w", s.name, len(objs), err)
+		return nil, fmt.Errorf("store %s: apply list page of %d: %w", s.name, len(ops), err)
 	}
 	s.decodeOld(changes, olds)
 	return changes, nil
@@ -176,44 +184,39 @@ func (s *Store) ApplyListPage(objs []interface{}) ([]Change, error) {
 // returns the deletions with the deleted objects decoded.
 func (s *Store) FinishRelist(rv string) ([]Change, error) {
 	var changes []Change
-	var olds [][]byte
-	err := s.write(nil, nil, func(b *storeBuckets) error {
+	var olds []*cachefile.Record
+	err := s.write(nil, nil, func(b *cachefile.Buckets) error {
 		changes, olds = changes[:0], olds[:0]
-		seen := b.root.Bucket(schema.SeenBucket)
-		if seen == nil || b.state.Get(schema.StateRelist) == nil {
+		seen := b.Root.Bucket(cachefile.SeenBucket)
+		if seen == nil || b.State.Get(cachefile.StateRelist) == nil {
 			return ErrNoRelist
 		}
 		var doomed []string
-		c := b.objects.Cursor()
+		c := b.Objects.Cursor()
 		for k, _ := c.First(); k != nil; k, _ = c.Next() {
 			if seen.Get(k) == nil {
 				doomed = append(doomed, string(k))
 			}
 		}
 		for _, key := range doomed {
-			ch, old, err := s.applyLocked(b, &op{key: key, del: true, tombstone: true}, overwrite)
+			ch, old, err := s.applyTx(b, &op{key: key, del: true, tombstone: true}, overwrite)
 			if err != nil {
 				return err
 			}
 			changes, olds = append(changes, ch), append(olds, old)
 		}
-		if err := b.root.DeleteBucket(schema.SeenBucket); err != nil {
+		if err := b.Root.DeleteBucket(cachefile.SeenBucket); err != nil {
 			return err
 		}
-		if err := b.state.Delete(schema.StateRelist); err != nil {
+		if err := b.State.Delete(cachefile.StateRelist); err != nil {
 			return err
 		}
-		return s.setRVLocked(b, rv)
+		return s.setRVTx(b, rv)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store %s: finish relist at %q: %w", s.name, rv, err)
 	}
+	s.seen(rv)
 	s.decodeOld(changes, olds)
 	return changes, nil
-}
-
-// Tombstone wraps a deleted object the way client-go's informer reports
-// deletions it did not observe.
-func Tombstone(key string, obj interface{}) cache.DeletedFinalStateUnknown {
-	return cache.DeletedFinalStateUnknown{Key: key, Obj: obj}
 }

@@ -9,36 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/boltinformer/boltinformer/cachefile"
 )
-
-// CodecID names the encoding of a record's payload. It is stored in every
-// record, so the values must never be renumbered.
-type CodecID uint8
-
-const (
-	// CodecProtobuf is the generated protobuf Marshal/Unmarshal of a typed
-	// object (every built-in Kubernetes type). TypeMeta is not part of the
-	// protobuf message; it lives in the record envelope.
-	CodecProtobuf CodecID = 1
-	// CodecJSON is encoding/json of a typed object that has no protobuf
-	// methods (typically a CRD's Go type).
-	CodecJSON CodecID = 2
-	// CodecUnstructuredJSON is the JSON of an unstructured object's content;
-	// numbers decode as int64 or float64, as the apimachinery JSON decoder does.
-	CodecUnstructuredJSON CodecID = 3
-)
-
-func (c CodecID) String() string {
-	switch c {
-	case CodecProtobuf:
-		return "protobuf"
-	case CodecJSON:
-		return "json"
-	case CodecUnstructuredJSON:
-		return "unstructured-json"
-	}
-	return fmt.Sprintf("codec(%d)", uint8(c))
-}
 
 // protoMessage is what the generated protobuf code of Kubernetes API types provides.
 type protoMessage interface {
@@ -56,7 +29,7 @@ type objectCodec struct {
 	elem reflect.Type
 	// ptr is the pointer type (e.g. *v1.Pod).
 	ptr  reflect.Type
-	id   CodecID
+	id   cachefile.Codec
 	name string
 }
 
@@ -71,23 +44,23 @@ func newObjectCodec(example runtime.Object) (*objectCodec, error) {
 	c := &objectCodec{elem: t.Elem(), ptr: t, name: t.String()}
 	switch {
 	case t == reflect.TypeOf(&unstructured.Unstructured{}):
-		c.id = CodecUnstructuredJSON
+		c.id = cachefile.CodecUnstructuredJSON
 	case t.Implements(reflect.TypeOf((*protoMessage)(nil)).Elem()):
-		c.id = CodecProtobuf
+		c.id = cachefile.CodecProtobuf
 	default:
-		c.id = CodecJSON
+		c.id = cachefile.CodecJSON
 	}
 	return c, nil
 }
 
 // encode returns the payload of obj in the store's codec. obj must be of
 // the store's type.
-func (c *objectCodec) encode(obj runtime.Object) (CodecID, []byte, error) {
+func (c *objectCodec) encode(obj runtime.Object) (cachefile.Codec, []byte, error) {
 	if reflect.TypeOf(obj) != c.ptr {
 		return 0, nil, fmt.Errorf("%w: store holds %s, got %T", ErrWrongType, c.name, obj)
 	}
 	switch c.id {
-	case CodecProtobuf:
+	case cachefile.CodecProtobuf:
 		m := obj.(protoMessage)
 		buf := make([]byte, m.Size())
 		n, err := m.MarshalToSizedBuffer(buf)
@@ -95,7 +68,7 @@ func (c *objectCodec) encode(obj runtime.Object) (CodecID, []byte, error) {
 			return 0, nil, fmt.Errorf("protobuf encode %T: %w", obj, err)
 		}
 		return c.id, buf[len(buf)-n:], nil
-	case CodecUnstructuredJSON:
+	case cachefile.CodecUnstructuredJSON:
 		b, err := json.Marshal(obj.(*unstructured.Unstructured).Object)
 		if err != nil {
 			return 0, nil, fmt.Errorf("json encode %T: %w", obj, err)
@@ -112,39 +85,42 @@ func (c *objectCodec) encode(obj runtime.Object) (CodecID, []byte, error) {
 
 // decode builds a new object from a record. The payload may alias bbolt's
 // memory: every decoder here copies what it keeps.
-func (c *objectCodec) decode(r *record) (runtime.Object, error) {
+func (c *objectCodec) decode(r *cachefile.Record) (runtime.Object, error) {
+	if r.KeyID != "" {
+		return nil, fmt.Errorf("%w: the payload is sealed with key %q and this store has no key", ErrEncrypted, r.KeyID)
+	}
 	switch r.Codec {
-	case CodecProtobuf:
+	case cachefile.CodecProtobuf:
 		obj, ok := reflect.New(c.elem).Interface().(protoMessage)
 		if !ok {
-			return nil, fmt.Errorf("%w: protobuf record but %s has no protobuf methods", ErrCorruptRecord, c.name)
+			return nil, fmt.Errorf("%w: protobuf record but %s has no protobuf methods", cachefile.ErrCorruptRecord, c.name)
 		}
 		if err := obj.Unmarshal(r.Payload); err != nil {
-			return nil, fmt.Errorf("%w: protobuf decode %s: %v", ErrCorruptRecord, c.name, err)
+			return nil, fmt.Errorf("%w: protobuf decode %s: %v", cachefile.ErrCorruptRecord, c.name, err)
 		}
 		ro := obj.(runtime.Object)
 		setTypeMeta(ro, r.APIVersion, r.Kind)
 		return ro, nil
-	case CodecUnstructuredJSON:
-		if c.id != CodecUnstructuredJSON {
-			return nil, fmt.Errorf("%w: unstructured record in a store of %s", ErrCorruptRecord, c.name)
+	case cachefile.CodecUnstructuredJSON:
+		if c.id != cachefile.CodecUnstructuredJSON {
+			return nil, fmt.Errorf("%w: unstructured record in a store of %s", cachefile.ErrCorruptRecord, c.name)
 		}
 		content := map[string]interface{}{}
 		if err := utiljson.Unmarshal(r.Payload, &content); err != nil {
-			return nil, fmt.Errorf("%w: json decode unstructured: %v", ErrCorruptRecord, err)
+			return nil, fmt.Errorf("%w: json decode unstructured: %v", cachefile.ErrCorruptRecord, err)
 		}
 		return &unstructured.Unstructured{Object: content}, nil
-	case CodecJSON:
-		if c.id == CodecUnstructuredJSON {
-			return nil, fmt.Errorf("%w: typed json record in a store of %s", ErrCorruptRecord, c.name)
+	case cachefile.CodecJSON:
+		if c.id == cachefile.CodecUnstructuredJSON {
+			return nil, fmt.Errorf("%w: typed json record in a store of %s", cachefile.ErrCorruptRecord, c.name)
 		}
 		obj := reflect.New(c.elem).Interface()
 		if err := json.Unmarshal(r.Payload, obj); err != nil {
-			return nil, fmt.Errorf("%w: json decode %s: %v", ErrCorruptRecord, c.name, err)
+			return nil, fmt.Errorf("%w: json decode %s: %v", cachefile.ErrCorruptRecord, c.name, err)
 		}
 		return obj.(runtime.Object), nil
 	}
-	return nil, fmt.Errorf("%w: unknown codec %d", ErrCorruptRecord, r.Codec)
+	return nil, fmt.Errorf("%w: unknown codec %d", cachefile.ErrCorruptRecord, r.Codec)
 }
 
 // setTypeMeta restores the TypeMeta that protobuf payloads do not carry,
@@ -159,37 +135,30 @@ func setTypeMeta(obj runtime.Object, apiVersion, kind string) {
 	}
 }
 
-// RecordCodec encodes objects into stored records and decodes them back,
-// exactly as a store of the example's type does (without index values).
-// Tools that read records directly (cachectl, benchmarks) use it.
-type RecordCodec struct{ c *objectCodec }
-
-// NewRecordCodec returns the codec a store of example's type uses.
-func NewRecordCodec(example runtime.Object) (*RecordCodec, error) {
-	c, err := newObjectCodec(example)
+// newRecord builds the envelope of obj; index values are filled by the caller.
+func newRecord(c *objectCodec, obj interface{}) (*cachefile.Record, error) {
+	ro, ok := obj.(runtime.Object)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T is not a runtime.Object", ErrWrongType, obj)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %T: %v", ErrNoMetadata, obj, err)
+	}
+	id, payload, err := c.encode(ro)
 	if err != nil {
 		return nil, err
 	}
-	return &RecordCodec{c: c}, nil
-}
-
-// ID is the payload encoding the codec writes.
-func (rc *RecordCodec) ID() CodecID { return rc.c.id }
-
-// Encode returns the record of obj.
-func (rc *RecordCodec) Encode(obj runtime.Object) ([]byte, error) {
-	rec, err := newRecord(rc.c, obj)
-	if err != nil {
-		return nil, err
+	var apiVersion, kind string
+	if t, err := meta.TypeAccessor(obj); err == nil {
+		apiVersion, kind = t.GetAPIVersion(), t.GetKind()
 	}
-	return encodeRecord(rec)
-}
-
-// Decode returns a new object decoded from a record.
-func (rc *RecordCodec) Decode(data []byte) (runtime.Object, error) {
-	rec, err := decodeRecord(data)
-	if err != nil {
-		return nil, err
-	}
-	return rc.c.decode(rec)
+	return &cachefile.Record{
+		RV:         m.GetResourceVersion(),
+		UID:        string(m.GetUID()),
+		Codec:      id,
+		APIVersion: apiVersion,
+		Kind:       kind,
+		Payload:    payload,
+	}, nil
 }

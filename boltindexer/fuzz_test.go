@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 func seedRecord(t testing.TB) []byte {
@@ -17,15 +19,16 @@ func seedRecord(t testing.TB) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.setValues("namespace", []string{"ns"})
-	b, err := encodeRecord(rec)
+	rec.SetValues("namespace", []string{"ns"})
+	b, err := cachefile.EncodeRecord([]byte("ns/p"), rec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
 }
 
-// FuzzDecodeRecord: no byte string makes record or payload decoding panic.
+// FuzzDecodeRecord: no byte string makes record or payload decoding panic,
+// and no byte string other than a valid record under its own key decodes.
 func FuzzDecodeRecord(f *testing.F) {
 	f.Add(seedRecord(f))
 	f.Add([]byte{})
@@ -34,7 +37,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	pod, _ := newObjectCodec(&v1.Pod{})
 	unst, _ := newObjectCodec(&unstructured.Unstructured{})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rec, err := decodeRecord(data)
+		rec, err := cachefile.DecodeRecord([]byte("ns/p"), data)
 		if err != nil {
 			return
 		}
@@ -58,11 +61,11 @@ func FuzzCodecRoundTrip(f *testing.F) {
 			if err != nil {
 				t.Fatalf("record: %v", err)
 			}
-			enc, err := encodeRecord(rec)
+			enc, err := cachefile.EncodeRecord([]byte("k"), rec)
 			if err != nil {
 				t.Fatal(err)
 			}
-			back, err := decodeRecord(enc)
+			back, err := cachefile.DecodeRecord([]byte("k"), enc)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,8 +83,8 @@ func FuzzCodecRoundTrip(f *testing.F) {
 			if err != nil {
 				return // no usable metadata: refused, not a round-trip case
 			}
-			enc, _ := encodeRecord(rec)
-			back, err := decodeRecord(enc)
+			enc, _ := cachefile.EncodeRecord([]byte("k"), rec)
+			back, err := cachefile.DecodeRecord([]byte("k"), enc)
 			if err != nil {
 				t.Fatal(err)
 			}

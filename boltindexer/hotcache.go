@@ -7,10 +7,13 @@ import (
 
 // hotCache is a bounded LRU of decoded objects, sized in (estimated) bytes.
 //
-// A reader never sees an object older than the store: a write evicts its
-// keys before its transaction commits and again after, and while any write
-// is in flight, or if a write started since a reader began its bbolt read,
-// the reader's decoded object is not inserted (gen and writing below).
+// A reader gets the object version of its own bbolt transaction, never a
+// newer or an older one: every entry carries the id of the transaction it
+// is current from (the commit that wrote it, or the read that decoded it),
+// and a reader whose transaction is older decodes from its snapshot
+// instead. A write evicts its keys before its transaction commits and again
+// after; while any write is in flight, or if a write started since a reader
+// began, the reader's decoded object is not inserted (gen and writing).
 type hotCache struct {
 	// mu guards everything below.
 	mu       sync.Mutex
@@ -29,6 +32,8 @@ type hotEntry struct {
 	key  string
 	obj  interface{}
 	size int64
+	// from is the bbolt transaction id from which obj is the stored version.
+	from int
 }
 
 func newHotCache(limit int64) *hotCache {
@@ -41,37 +46,48 @@ func estimateSize(key string, payloadLen int) int64 {
 	return int64(2*payloadLen + len(key) + 128)
 }
 
-// get returns a cached object; gen is the generation to pass to put on a miss.
-func (h *hotCache) get(key string) (obj interface{}, ok bool, gen uint64) {
+// generation returns the generation a reader passes to put; take it before
+// the reader's bbolt transaction begins.
+func (h *hotCache) generation() uint64 {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if e, found := h.entries[key]; found {
-		h.lru.MoveToFront(e)
-		h.hits++
-		return e.Value.(*hotEntry).obj, true, h.gen
-	}
-	h.misses++
-	return nil, false, h.gen
+	return h.gen
 }
 
-// put inserts an object read from bbolt, unless a write happened since gen.
-func (h *hotCache) put(key string, obj interface{}, size int64, gen uint64) {
+// get returns the cached object of key if it is the version a reader in
+// bbolt transaction txid sees.
+func (h *hotCache) get(key string, txid int) (interface{}, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e, found := h.entries[key]; found && e.Value.(*hotEntry).from <= txid {
+		h.lru.MoveToFront(e)
+		h.hits++
+		return e.Value.(*hotEntry).obj, true
+	}
+	h.misses++
+	return nil, false
+}
+
+// put inserts an object decoded in read transaction txid, unless a write
+// happened since gen.
+func (h *hotCache) put(key string, obj interface{}, size int64, gen uint64, txid int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.writing > 0 || h.gen != gen {
 		return
 	}
-	h.insertLocked(key, obj, size)
+	h.insertLocked(hotEntry{key: key, obj: obj, size: size, from: txid})
 }
 
-func (h *hotCache) insertLocked(key string, obj interface{}, size int64) {
+func (h *hotCache) insertLocked(he hotEntry) {
+	key, size := he.key, he.size
 	if size > h.limit {
 		return
 	}
 	if e, found := h.entries[key]; found {
 		h.removeLocked(e)
 	}
-	h.entries[key] = h.lru.PushFront(&hotEntry{key: key, obj: obj, size: size})
+	h.entries[key] = h.lru.PushFront(&he)
 	h.size += size
 	h.inserted++
 	for h.size > h.limit {
@@ -96,8 +112,8 @@ func (h *hotCache) beginWrite(keys []string) {
 }
 
 // endWrite evicts keys again after the commit and, if it committed,
-// inserts the objects the write stored.
-func (h *hotCache) endWrite(keys []string, committed bool, fill []hotEntry) {
+// inserts the objects the write stored, current from its transaction txid.
+func (h *hotCache) endWrite(keys []string, committed bool, txid int, fill []hotEntry) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.writing--
@@ -105,7 +121,8 @@ func (h *hotCache) endWrite(keys []string, committed bool, fill []hotEntry) {
 	h.evictLocked(keys)
 	if committed {
 		for _, e := range fill {
-			h.insertLocked(e.key, e.obj, e.size)
+			e.from = txid
+			h.insertLocked(e)
 		}
 	}
 }
@@ -122,26 +139,4 @@ func (h *hotCache) evictLocked(keys []string) {
 			h.removeLocked(e)
 		}
 	}
-}
-
-// HotCacheStats describes the hot-object cache.
-type HotCacheStats struct {
-	Entries       int
-	Bytes, Limit  int64
-	Hits, Misses  uint64
-	InsertedTotal uint64
-}
-
-func (h *hotCache) stats() HotCacheStats {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return HotCacheStats{Entries: len(h.entries), Bytes: h.size, Limit: h.limit, Hits: h.hits, Misses: h.misses, InsertedTotal: h.inserted}
-}
-
-// HotCacheStats reports on the hot-object cache (zero when it is off).
-func (s *Store) HotCacheStats() HotCacheStats {
-	if s.hot == nil {
-		return HotCacheStats{}
-	}
-	return s.hot.stats()
 }

@@ -8,7 +8,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/internal/schema"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // This file holds the cache.Indexer methods. They behave as client-go's
@@ -19,10 +19,18 @@ import (
 // return from List, ListKeys, ListIndexFuncValues) are reported through
 // utilruntime.HandleError.
 
-// Add stores obj; like client-go, the store's RV becomes obj's RV.
+// The client-go write methods (Add, Update, Delete, Replace) change the
+// objects and their index entries exactly as client-go's store does, and
+// never the stored resourceVersion: that watermark belongs to the informer's
+// pipeline (Apply, the relist protocol and Bookmark), and a write from
+// elsewhere that moved it would make the next start resume from a forged
+// RV and lose events (DESIGN invariant 6). An informer refuses these writes
+// through the store it hands out; see the root package.
+
+// Add stores obj.
 func (s *Store) Add(obj interface{}) error { return s.upsert(obj) }
 
-// Update stores obj; like client-go, the store's RV becomes obj's RV.
+// Update stores obj.
 func (s *Store) Update(obj interface{}) error { return s.upsert(obj) }
 
 func (s *Store) upsert(obj interface{}) error {
@@ -32,20 +40,23 @@ func (s *Store) upsert(obj interface{}) error {
 	if err != nil {
 		return err
 	}
-	return s.write([]string{o.key}, func() []hotEntry { return o.hotFill() }, func(b *storeBuckets) error {
-		if _, _, err := s.applyLocked(b, o, overwrite); err != nil {
+	err = s.write([]string{o.key}, func() []hotEntry { return o.hotFill() }, func(b *cachefile.Buckets) error {
+		if _, _, err := s.applyTx(b, o, overwrite); err != nil {
 			return err
 		}
-		return s.setRVLocked(b, o.rv)
+		return s.touchTx(b)
 	})
+	if err == nil {
+		s.seen(o.rv)
+	}
+	return err
 }
 
 func (o *op) hotFill() []hotEntry {
 	return []hotEntry{{key: o.key, obj: o.obj, size: estimateSize(o.key, len(o.rec.Payload))}}
 }
 
-// Delete removes obj's key. Like client-go, when obj has metadata the
-// store's RV becomes its RV.
+// Delete removes obj's key.
 func (s *Store) Delete(obj interface{}) error {
 	s.indexMu.RLock()
 	defer s.indexMu.RUnlock()
@@ -54,23 +65,21 @@ func (s *Store) Delete(obj interface{}) error {
 		return cache.KeyError{Obj: obj, Err: err}
 	}
 	o := &op{key: key, del: true}
-	setRV := false
-	if m, err := meta.Accessor(obj); err == nil {
-		o.rv, setRV = m.GetResourceVersion(), true
-	}
-	return s.write([]string{key}, nil, func(b *storeBuckets) error {
-		if _, _, err := s.applyLocked(b, o, overwrite); err != nil {
+	err = s.write([]string{key}, nil, func(b *cachefile.Buckets) error {
+		if _, _, err := s.applyTx(b, o, overwrite); err != nil {
 			return err
 		}
-		if setRV {
-			return s.setRVLocked(b, o.rv)
-		}
-		return s.touchLocked(b)
+		return s.touchTx(b)
 	})
+	if m, merr := meta.Accessor(obj); err == nil && merr == nil {
+		s.seen(m.GetResourceVersion())
+	}
+	return err
 }
 
-// Replace makes the store hold exactly list, at resourceVersion, in one
-// transaction.
+// Replace makes the store hold exactly list, in one transaction. As in
+// client-go's indexer, resourceVersion is not stored: the stored RV, its
+// cluster and a relist in progress stay as they were.
 func (s *Store) Replace(list []interface{}, resourceVersion string) error {
 	s.indexMu.RLock()
 	defer s.indexMu.RUnlock()
@@ -83,52 +92,71 @@ func (s *Store) Replace(list []interface{}, resourceVersion string) error {
 		ops = append(ops, o)
 	}
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].key < ops[j].key })
-	return s.write(nil, nil, func(b *storeBuckets) error {
-		if err := b.reset(); err != nil {
+	err := s.write(nil, nil, func(b *cachefile.Buckets) error {
+		kept := map[string][]byte{}
+		for _, k := range [][]byte{cachefile.StateRV, cachefile.StateRVUpdatedAt, cachefile.StateCluster} {
+			if v := b.State.Get(k); v != nil {
+				kept[string(k)] = append([]byte(nil), v...)
+			}
+		}
+		if err := b.Reset(); err != nil {
 			return err
 		}
-		for _, n := range sortedNames(s.indexers) {
-			if _, err := b.idx.CreateBucket([]byte(n)); err != nil {
+		for k, v := range kept {
+			if err := b.State.Put([]byte(k), v); err != nil {
 				return err
 			}
 		}
-		if err := s.putIndexersLocked(b, s.indexVersions); err != nil {
+		for _, n := range sortedNames(s.indexers) {
+			if _, err := b.Idx.CreateBucket([]byte(n)); err != nil {
+				return err
+			}
+		}
+		if err := s.putIndexersTx(b, s.indexVersions); err != nil {
 			return err
 		}
 		for _, o := range ops {
-			if _, _, err := s.applyLocked(b, o, overwrite); err != nil {
+			if _, _, err := s.applyTx(b, o, overwrite); err != nil {
 				return err
 			}
 		}
-		return s.setRVLocked(b, resourceVersion)
+		return s.touchTx(b)
 	})
+	if err == nil {
+		s.seen(resourceVersion)
+	}
+	return err
 }
 
 // Resync does nothing, as in client-go.
 func (s *Store) Resync() error { return nil }
 
-// Bookmark sets the store's RV, as client-go's store does.
-func (s *Store) Bookmark(rv string) {
-	if err := s.write([]string{}, nil, func(b *storeBuckets) error { return s.setRVLocked(b, rv) }); err != nil {
-		utilruntime.HandleError(fmt.Errorf("store %s: bookmark %q: %w", s.name, rv, err))
-	}
-}
+// Bookmark records rv as the latest resourceVersion seen, as client-go's
+// store does; the stored RV does not move.
+func (s *Store) Bookmark(rv string) { s.seen(rv) }
 
-// LastStoreSyncResourceVersion returns the RV the store is current to.
+// LastStoreSyncResourceVersion returns the latest resourceVersion the store
+// has seen, with client-go's meaning: the RV of the last client-go write or
+// Bookmark, or the stored RV as the pipeline moved it. It starts at the
+// stored RV.
 func (s *Store) LastStoreSyncResourceVersion() string {
-	rv, err := s.ResourceVersion()
-	if err != nil {
-		utilruntime.HandleError(err)
-	}
-	return rv
+	s.seenMu.Lock()
+	defer s.seenMu.Unlock()
+	return s.seenRV
 }
 
-// ResourceVersion returns the stored RV, with the error the Indexer
-// interface cannot carry.
+func (s *Store) seen(rv string) {
+	s.seenMu.Lock()
+	s.seenRV = rv
+	s.seenMu.Unlock()
+}
+
+// ResourceVersion returns the stored RV: the watermark the informer's
+// pipeline resumes from.
 func (s *Store) ResourceVersion() (string, error) {
 	var rv string
-	err := s.view(func(b *storeBuckets) error {
-		rv = string(b.state.Get(schema.StateRV))
+	err := s.view(func(b *cachefile.Buckets) error {
+		rv = string(b.State.Get(cachefile.StateRV))
 		return nil
 	})
 	return rv, err
@@ -147,16 +175,20 @@ func (s *Store) Get(obj interface{}) (interface{}, bool, error) {
 func (s *Store) GetByKey(key string) (interface{}, bool, error) {
 	var gen uint64
 	if s.hot != nil {
-		obj, ok, g := s.hot.get(key)
-		if ok {
-			return obj, true, nil
-		}
-		gen = g
+		gen = s.hot.generation()
 	}
 	var obj interface{}
 	var size int64
-	err := s.view(func(b *storeBuckets) error {
-		v := b.objects.Get([]byte(key))
+	var txid int
+	var hit bool
+	err := s.view(func(b *cachefile.Buckets) error {
+		txid = b.Objects.Tx().ID()
+		if s.hot != nil {
+			if obj, hit = s.hot.get(key, txid); hit {
+				return nil
+			}
+		}
+		v := b.Objects.Get([]byte(key))
 		if v == nil {
 			return nil
 		}
@@ -167,14 +199,14 @@ func (s *Store) GetByKey(key string) (interface{}, bool, error) {
 	if err != nil || obj == nil {
 		return nil, false, err
 	}
-	if s.hot != nil {
-		s.hot.put(key, obj, size, gen)
+	if s.hot != nil && !hit {
+		s.hot.put(key, obj, size, gen, txid)
 	}
 	return obj, true, nil
 }
 
 func (s *Store) decodeBytes(key string, v []byte) (interface{}, int64, error) {
-	rec, err := decodeRecord(v)
+	rec, err := cachefile.DecodeRecord([]byte(key), v)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store %s key %q: %w", s.name, key, err)
 	}
@@ -188,9 +220,13 @@ func (s *Store) decodeBytes(key string, v []byte) (interface{}, int64, error) {
 // List decodes every object. Prefer ForEach, which does not hold them all.
 func (s *Store) List() []interface{} {
 	var out []interface{}
-	err := s.view(func(b *storeBuckets) error {
-		out = make([]interface{}, 0, b.objects.Stats().KeyN)
-		return b.objects.ForEach(func(k, v []byte) error {
+	err := s.view(func(b *cachefile.Buckets) error {
+		n, err := b.Count()
+		if err != nil {
+			return err
+		}
+		out = make([]interface{}, 0, n)
+		return b.Objects.ForEach(func(k, v []byte) error {
 			obj, _, err := s.decodeBytes(string(k), v)
 			if err != nil {
 				utilruntime.HandleError(err)
@@ -209,9 +245,13 @@ func (s *Store) List() []interface{} {
 // ListKeys returns every key without decoding any object.
 func (s *Store) ListKeys() []string {
 	var out []string
-	err := s.view(func(b *storeBuckets) error {
-		out = make([]string, 0, b.objects.Stats().KeyN)
-		return b.objects.ForEach(func(k, _ []byte) error {
+	err := s.view(func(b *cachefile.Buckets) error {
+		n, err := b.Count()
+		if err != nil {
+			return err
+		}
+		out = make([]string, 0, n)
+		return b.Objects.ForEach(func(k, _ []byte) error {
 			out = append(out, string(k))
 			return nil
 		})
@@ -261,11 +301,11 @@ func (s *Store) AddIndexers(newIndexers cache.Indexers) error {
 		versions[n] = ""
 	}
 	if !s.db.ReadOnly() {
-		err := s.write([]string{}, nil, func(b *storeBuckets) error {
-			if err := s.reindexLocked(b, nil, names, newIndexers); err != nil {
+		err := s.write([]string{}, nil, func(b *cachefile.Buckets) error {
+			if err := s.reindexTx(b, nil, names, newIndexers); err != nil {
 				return err
 			}
-			return s.putIndexersLocked(b, versions)
+			return s.putIndexersTx(b, versions)
 		})
 		if err != nil {
 			return fmt.Errorf("store %s: add indexers %v: %w", s.name, names, err)

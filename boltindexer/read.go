@@ -2,12 +2,14 @@ package boltindexer
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
-	"github.com/boltinformer/boltinformer/internal/schema"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // streamChunk is how many objects a streaming read decodes per bbolt read
@@ -18,11 +20,14 @@ const streamChunk = 256
 
 // view runs fn on the store's buckets in a read transaction. A store that
 // does not exist in the file (read-only open) reads as empty.
-func (s *Store) view(fn func(b *storeBuckets) error) error {
+func (s *Store) view(fn func(b *cachefile.Buckets) error) error {
 	return s.db.View(func(tx *bolt.Tx) error {
-		b := s.buckets(tx)
-		if b == nil {
+		b, err := cachefile.StoreTx(tx, string(s.name))
+		if errors.Is(err, cachefile.ErrNoStore) {
 			return nil
+		}
+		if err != nil {
+			return err
 		}
 		return fn(b)
 	})
@@ -49,14 +54,14 @@ func (s *Store) Index(indexName string, obj interface{}) ([]interface{}, error) 
 	}
 	seen := map[string]struct{}{}
 	var out []interface{}
-	err = s.view(func(b *storeBuckets) error {
+	err = s.view(func(b *cachefile.Buckets) error {
 		for _, v := range vals {
-			if err := s.scanIndexLocked(b, indexName, v, func(key string) error {
+			if err := s.scanIndexTx(b, indexName, v, func(key string) error {
 				if _, dup := seen[key]; dup {
 					return nil
 				}
 				seen[key] = struct{}{}
-				obj, err := s.getLocked(b, key)
+				obj, err := s.getTx(b, key)
 				if err != nil || obj == nil {
 					return err
 				}
@@ -81,8 +86,8 @@ func (s *Store) IndexKeys(indexName, indexedValue string) ([]string, error) {
 		return nil, fmt.Errorf("%w: %q", ErrIndexNotFound, indexName)
 	}
 	out := []string{}
-	err := s.view(func(b *storeBuckets) error {
-		return s.scanIndexLocked(b, indexName, indexedValue, func(key string) error {
+	err := s.view(func(b *cachefile.Buckets) error {
+		return s.scanIndexTx(b, indexName, indexedValue, func(key string) error {
 			out = append(out, key)
 			return nil
 		})
@@ -110,22 +115,15 @@ func (s *Store) ListIndexFuncValues(indexName string) []string {
 	if !s.indexFunc(indexName) {
 		return out
 	}
-	err := s.view(func(b *storeBuckets) error {
-		ib := b.index(indexName)
+	err := s.view(func(b *cachefile.Buckets) error {
+		ib := b.Index(indexName)
 		if ib == nil {
 			return nil
 		}
-		c := ib.Cursor()
-		for k, _ := c.First(); k != nil; {
-			v, _, ok := splitIndexKey(k)
-			if !ok {
-				return fmt.Errorf("%w: store %s index %q entry %q has no separator", ErrCorruptFile, s.name, indexName, k)
-			}
+		return cachefile.CountValuesTx(ib, func(v string) error {
 			out = append(out, v)
-			// Skip every other entry of this value: seek past "v 0x00 …".
-			k, _ = c.Seek(append([]byte(v), schema.IndexSeparator+1))
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		utilruntime.HandleError(fmt.Errorf("store %s: index values %q: %w", s.name, indexName, err))
@@ -133,12 +131,29 @@ func (s *Store) ListIndexFuncValues(indexName string) []string {
 	return out
 }
 
-// Len returns the number of objects without decoding any.
+// RVUpdatedAt returns when the stored RV last moved, zero if never.
+func (s *Store) RVUpdatedAt() (time.Time, error) {
+	var at time.Time
+	err := s.view(func(b *cachefile.Buckets) error {
+		if v := b.State.Get(cachefile.StateRVUpdatedAt); v != nil {
+			var err error
+			if at, err = time.Parse(time.RFC3339Nano, string(v)); err != nil {
+				return fmt.Errorf("%w: store %s rv-updated-at %q: %v", cachefile.ErrCorruptFile, s.name, v, err)
+			}
+		}
+		return nil
+	})
+	return at, err
+}
+
+// Len returns the number of objects, from the store's state: O(1), it
+// reads no object page.
 func (s *Store) Len() (int, error) {
 	n := 0
-	err := s.view(func(b *storeBuckets) error {
-		n = b.objects.Stats().KeyN
-		return nil
+	err := s.view(func(b *cachefile.Buckets) error {
+		var err error
+		n, err = b.Count()
+		return err
 	})
 	return n, err
 }
@@ -155,8 +170,8 @@ func (s *Store) ForEachKey(fn func(key string) error) error {
 	var after []byte
 	for {
 		var keys []string
-		err := s.view(func(b *storeBuckets) error {
-			c := b.objects.Cursor()
+		err := s.view(func(b *cachefile.Buckets) error {
+			c := b.Objects.Cursor()
 			k, _ := seekAfter(c, after)
 			for ; k != nil && len(keys) < 4*streamChunk; k, _ = c.Next() {
 				keys = append(keys, string(k))
@@ -183,8 +198,8 @@ func (s *Store) forEachAfter(after []byte, fn func(obj interface{}) error) error
 	for {
 		var objs []interface{}
 		var last []byte
-		err := s.view(func(b *storeBuckets) error {
-			c := b.objects.Cursor()
+		err := s.view(func(b *cachefile.Buckets) error {
+			c := b.Objects.Cursor()
 			k, v := seekAfter(c, after)
 			for ; k != nil && len(objs) < streamChunk; k, v = c.Next() {
 				obj, _, err := s.decodeBytes(string(k), v)
@@ -230,13 +245,13 @@ func (s *Store) ByIndexFunc(indexName, indexedValue string, fn func(obj interfac
 	if !s.indexFunc(indexName) {
 		return fmt.Errorf("%w: %q", ErrIndexNotFound, indexName)
 	}
-	prefix := append([]byte(indexedValue), schema.IndexSeparator)
+	prefix := append([]byte(indexedValue), cachefile.IndexSeparator)
 	var after []byte
 	for {
 		var objs []interface{}
 		n := 0
-		err := s.view(func(b *storeBuckets) error {
-			ib := b.index(indexName)
+		err := s.view(func(b *cachefile.Buckets) error {
+			ib := b.Index(indexName)
 			if ib == nil {
 				return nil
 			}
@@ -248,7 +263,7 @@ func (s *Store) ByIndexFunc(indexName, indexedValue string, fn func(obj interfac
 			for ; k != nil && bytes.HasPrefix(k, prefix) && n < streamChunk; k, _ = c.Next() {
 				n++
 				after = append(after[:0], k...)
-				obj, err := s.getLocked(b, string(k[len(prefix):]))
+				obj, err := s.getTx(b, string(k[len(prefix):]))
 				if err != nil {
 					return err
 				}
@@ -272,13 +287,13 @@ func (s *Store) ByIndexFunc(indexName, indexedValue string, fn func(obj interfac
 	}
 }
 
-// scanIndexLocked calls fn with every key indexed under value.
-func (s *Store) scanIndexLocked(b *storeBuckets, indexName, value string, fn func(key string) error) error {
-	ib := b.index(indexName)
+// scanIndexTx calls fn with every key indexed under value.
+func (s *Store) scanIndexTx(b *cachefile.Buckets, indexName, value string, fn func(key string) error) error {
+	ib := b.Index(indexName)
 	if ib == nil {
 		return nil
 	}
-	prefix := append([]byte(value), schema.IndexSeparator)
+	prefix := append([]byte(value), cachefile.IndexSeparator)
 	c := ib.Cursor()
 	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
 		if err := fn(string(k[len(prefix):])); err != nil {
@@ -288,22 +303,18 @@ func (s *Store) scanIndexLocked(b *storeBuckets, indexName, value string, fn fun
 	return nil
 }
 
-// getLocked decodes one object in an open transaction, using the hot
+// getTx decodes one object in an open transaction, using the hot
 // cache when it has the key. It returns nil for a missing key.
-func (s *Store) getLocked(b *storeBuckets, key string) (interface{}, error) {
+func (s *Store) getTx(b *cachefile.Buckets, key string) (interface{}, error) {
 	if s.hot != nil {
-		if obj, ok, _ := s.hot.get(key); ok {
+		if obj, ok := s.hot.get(key, b.Objects.Tx().ID()); ok {
 			return obj, nil
 		}
 	}
-	v := b.objects.Get([]byte(key))
+	v := b.Objects.Get([]byte(key))
 	if v == nil {
 		return nil, nil
 	}
 	obj, _, err := s.decodeBytes(key, v)
 	return obj, err
-}
-
-func (b *storeBuckets) index(name string) *bolt.Bucket {
-	return b.idx.Bucket([]byte(name))
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/boltinformer/boltinformer/cachefile"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -31,16 +32,16 @@ func roundTrip(t *testing.T, obj runtime.Object) runtime.Object {
 	if err != nil {
 		t.Fatalf("record for %T: %v", obj, err)
 	}
-	rec.setValues("idx", []string{"a", "b"})
-	enc, err := encodeRecord(rec)
+	rec.SetValues("idx", []string{"a", "b"})
+	enc, err := cachefile.EncodeRecord([]byte("key"), rec)
 	if err != nil {
 		t.Fatalf("encode %T: %v", obj, err)
 	}
-	back, err := decodeRecord(enc)
+	back, err := cachefile.DecodeRecord([]byte("key"), enc)
 	if err != nil {
 		t.Fatalf("decode envelope %T: %v", obj, err)
 	}
-	if !reflect.DeepEqual(back.values("idx"), []string{"a", "b"}) {
+	if !reflect.DeepEqual(back.Values("idx"), []string{"a", "b"}) {
 		t.Fatalf("index values lost: %v", back.Index)
 	}
 	out, err := c.decode(back)
@@ -88,7 +89,7 @@ func TestCodecRoundTripEveryType(t *testing.T) {
 		for i := 0; i < 20; i++ {
 			obj := reflect.New(typ).Interface().(runtime.Object)
 			f.Fill(obj)
-			if c, _ := newObjectCodec(obj); c.id == CodecProtobuf && i == 0 {
+			if c, _ := newObjectCodec(obj); c.id == cachefile.CodecProtobuf && i == 0 {
 				protobufTypes++
 			}
 			got := roundTrip(t, obj)

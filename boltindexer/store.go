@@ -13,21 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/internal/schema"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
-// Identity says what a store caches. A store opened with an identity that
-// differs from the stored one is emptied (the caller then relists): objects
-// cached under another selector must never be reused silently.
-type Identity struct {
-	Group         string `json:"group,omitempty"`
-	Version       string `json:"version,omitempty"`
-	Kind          string `json:"kind,omitempty"`
-	Resource      string `json:"resource,omitempty"`
-	Namespace     string `json:"namespace,omitempty"`
-	LabelSelector string `json:"labelSelector,omitempty"`
-	FieldSelector string `json:"fieldSelector,omitempty"`
-}
+// Identity says what a store caches (see cachefile.Identity).
+type Identity = cachefile.Identity
 
 // StoreOptions configure one store in a DB.
 type StoreOptions struct {
@@ -65,7 +55,7 @@ type OpenReport struct {
 
 // Store is a cache.Indexer whose data lives in one store of a DB.
 type Store struct {
-	db   *DB
+	db   *cachefile.DB
 	name []byte
 	// ownsDB is set by Open: Close then closes the DB too.
 	ownsDB  bool
@@ -81,14 +71,19 @@ type Store struct {
 	indexMu       sync.RWMutex
 	indexers      cache.Indexers
 	indexVersions map[string]string
+
+	// seenMu guards seenRV, client-go's "latest resourceVersion seen"
+	// (LastStoreSyncResourceVersion), which is not the stored RV.
+	seenMu sync.Mutex
+	seenRV string
 }
 
 var _ cache.Indexer = (*Store)(nil)
 
 // Open opens (or creates) the file at path and the store name in it. The
 // returned store owns the file: Close closes both.
-func Open(path, name string, dbOpts Options, opts StoreOptions) (*Store, error) {
-	db, err := OpenDB(path, dbOpts)
+func Open(path, name string, dbOpts cachefile.Options, opts StoreOptions) (*Store, error) {
+	db, err := cachefile.Open(path, dbOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -104,9 +99,9 @@ func Open(path, name string, dbOpts Options, opts StoreOptions) (*Store, error) 
 // New opens (or creates) the store name in db. It applies the identity
 // check and rebuilds added or changed indexes from the stored objects, in
 // one write transaction.
-func New(db *DB, name string, opts StoreOptions) (*Store, error) {
-	if name == "" || strings.IndexByte(name, 0) >= 0 {
-		return nil, fmt.Errorf("%w: %q", ErrInvalidStoreName, name)
+func New(db *cachefile.DB, name string, opts StoreOptions) (*Store, error) {
+	if err := cachefile.ValidStoreName(name); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidStoreName, err)
 	}
 	codec, err := newObjectCodec(opts.Object)
 	if err != nil {
@@ -131,11 +126,17 @@ func New(db *DB, name string, opts StoreOptions) (*Store, error) {
 		s.hot = newHotCache(opts.HotCacheBytes)
 	}
 	if db.ReadOnly() {
-		return s, s.adoptStoredIndexes()
+		if err := s.adoptStoredIndexes(); err != nil {
+			return nil, err
+		}
+	} else if err := db.Update(&cachefile.Write{Fn: func(tx *bolt.Tx) error { return s.prepareTx(tx, opts.Identity) }}); err != nil {
+		return nil, fmt.Errorf("open store %s in %s: %w", name, db.Path(), err)
 	}
-	if err := db.update(&writeRequest{fn: func(tx *bolt.Tx) error { return s.prepareLocked(tx, opts.Identity) }}); err != nil {
-		return nil, fmt.Errorf("open store %s in %s: %w", name, db.path, err)
+	rv, err := s.ResourceVersion()
+	if err != nil {
+		return nil, err
 	}
+	s.seenRV = rv
 	return s, nil
 }
 
@@ -144,8 +145,8 @@ func New(db *DB, name string, opts StoreOptions) (*Store, error) {
 // caller did not register (cachectl knows index names, not functions).
 // Index(obj), which needs the function, then fails with ErrIndexFunc.
 func (s *Store) adoptStoredIndexes() error {
-	return s.view(func(b *storeBuckets) error {
-		return b.idx.ForEachBucket(func(name []byte) error {
+	return s.view(func(b *cachefile.Buckets) error {
+		return b.Idx.ForEachBucket(func(name []byte) error {
 			n := string(name)
 			if _, ok := s.indexers[n]; !ok {
 				s.indexers[n] = func(interface{}) ([]string, error) {
@@ -161,7 +162,7 @@ func (s *Store) adoptStoredIndexes() error {
 func (s *Store) Name() string { return string(s.name) }
 
 // DB returns the file the store lives in.
-func (s *Store) DB() *DB { return s.db }
+func (s *Store) DB() *cachefile.DB { return s.db }
 
 // OpenReport says what opening the store changed.
 func (s *Store) OpenReport() OpenReport { return s.report }
@@ -174,55 +175,10 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// storeBuckets are the buckets of one store inside one transaction.
-type storeBuckets struct {
-	root, state, objects, idx *bolt.Bucket
-}
-
-// buckets returns the store's buckets, or nil if the store does not exist
-// (read-only open of a file that never had it).
-func (s *Store) buckets(tx *bolt.Tx) *storeBuckets {
-	stores := tx.Bucket(schema.StoresBucket)
-	if stores == nil {
-		return nil
-	}
-	root := stores.Bucket(s.name)
-	if root == nil {
-		return nil
-	}
-	b := &storeBuckets{
-		root:    root,
-		state:   root.Bucket(schema.StateBucket),
-		objects: root.Bucket(schema.ObjectsBucket),
-		idx:     root.Bucket(schema.IndexBucket),
-	}
-	if b.state == nil || b.objects == nil || b.idx == nil {
-		return nil
-	}
-	return b
-}
-
-func (s *Store) createBuckets(tx *bolt.Tx) (*storeBuckets, error) {
-	stores, err := tx.CreateBucketIfNotExists(schema.StoresBucket)
-	if err != nil {
-		return nil, err
-	}
-	root, err := stores.CreateBucketIfNotExists(s.name)
-	if err != nil {
-		return nil, err
-	}
-	for _, n := range [][]byte{schema.StateBucket, schema.ObjectsBucket, schema.IndexBucket} {
-		if _, err := root.CreateBucketIfNotExists(n); err != nil {
-			return nil, err
-		}
-	}
-	return s.buckets(tx), nil
-}
-
-// prepareLocked creates the store's buckets, applies the identity check and
+// prepareTx creates the store's buckets, applies the identity check and
 // brings the index buckets in line with the registered indexers.
-func (s *Store) prepareLocked(tx *bolt.Tx, id *Identity) error {
-	b, err := s.createBuckets(tx)
+func (s *Store) prepareTx(tx *bolt.Tx, id *Identity) error {
+	b, err := cachefile.CreateStoreTx(tx, string(s.name))
 	if err != nil {
 		return err
 	}
@@ -231,54 +187,32 @@ func (s *Store) prepareLocked(tx *bolt.Tx, id *Identity) error {
 		if err != nil {
 			return err
 		}
-		have := b.state.Get(schema.StateIdentity)
+		have := b.State.Get(cachefile.StateIdentity)
 		if have != nil && !bytes.Equal(have, want) {
 			s.report.Reset = true
 			s.report.ResetReason = fmt.Sprintf("identity changed from %s to %s", have, want)
-			if err := b.reset(); err != nil {
+			if err := b.Reset(); err != nil {
 				return err
 			}
 		}
-		if err := b.state.Put(schema.StateIdentity, want); err != nil {
+		if err := b.State.Put(cachefile.StateIdentity, want); err != nil {
 			return err
 		}
 	}
-	return s.syncIndexesLocked(b)
-}
-
-// reset empties the store: objects, indexes, relist state, RV and the
-// stored indexer list. The identity is left for the caller to rewrite.
-func (b *storeBuckets) reset() error {
-	for _, n := range [][]byte{schema.ObjectsBucket, schema.IndexBucket, schema.SeenBucket} {
-		if b.root.Bucket(n) != nil {
-			if err := b.root.DeleteBucket(n); err != nil {
-				return err
-			}
-		}
-	}
-	var err error
-	if b.objects, err = b.root.CreateBucket(schema.ObjectsBucket); err != nil {
+	if err := s.syncIndexesTx(b); err != nil {
 		return err
 	}
-	if b.idx, err = b.root.CreateBucket(schema.IndexBucket); err != nil {
-		return err
-	}
-	for _, k := range [][]byte{schema.StateRV, schema.StateRelist, schema.StateIndexers} {
-		if err := b.state.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return b.FlushCount()
 }
 
-// syncIndexesLocked drops stored indexes that are no longer registered and
+// syncIndexesTx drops stored indexes that are no longer registered and
 // rebuilds the ones added or changed since the file was written, in one
 // pass over the objects.
-func (s *Store) syncIndexesLocked(b *storeBuckets) error {
+func (s *Store) syncIndexesTx(b *cachefile.Buckets) error {
 	stored := map[string]string{}
-	if v := b.state.Get(schema.StateIndexers); v != nil {
+	if v := b.State.Get(cachefile.StateIndexers); v != nil {
 		if err := json.Unmarshal(v, &stored); err != nil {
-			return fmt.Errorf("%w: store %s indexers %q: %v", ErrCorruptFile, s.name, v, err)
+			return fmt.Errorf("%w: store %s indexers %q: %v", cachefile.ErrCorruptFile, s.name, v, err)
 		}
 	}
 	var drop, rebuild []string
@@ -288,7 +222,7 @@ func (s *Store) syncIndexesLocked(b *storeBuckets) error {
 		}
 	}
 	for n, v := range s.indexVersions {
-		if old, ok := stored[n]; !ok || old != v || b.idx.Bucket([]byte(n)) == nil {
+		if old, ok := stored[n]; !ok || old != v || b.Idx.Bucket([]byte(n)) == nil {
 			rebuild = append(rebuild, n)
 		}
 	}
@@ -296,7 +230,7 @@ func (s *Store) syncIndexesLocked(b *storeBuckets) error {
 	sort.Strings(rebuild)
 	if len(drop)+len(rebuild) > 0 {
 		start := time.Now()
-		if err := s.reindexLocked(b, drop, rebuild, s.indexers); err != nil {
+		if err := s.reindexTx(b, drop, rebuild, s.indexers); err != nil {
 			return err
 		}
 		s.report.RebuildDuration = time.Since(start)
@@ -307,18 +241,18 @@ func (s *Store) syncIndexesLocked(b *storeBuckets) error {
 		}
 		s.report.RebuiltIndexes = rebuild
 	}
-	return s.putIndexersLocked(b, s.indexVersions)
+	return s.putIndexersTx(b, s.indexVersions)
 }
 
-func (s *Store) putIndexersLocked(b *storeBuckets, versions map[string]string) error {
+func (s *Store) putIndexersTx(b *cachefile.Buckets, versions map[string]string) error {
 	v, err := json.Marshal(versions)
 	if err != nil {
 		return err
 	}
-	return b.state.Put(schema.StateIndexers, v)
+	return b.State.Put(cachefile.StateIndexers, v)
 }
 
-// reindexLocked removes the index buckets in drop and builds the ones in
+// reindexTx removes the index buckets in drop and builds the ones in
 // rebuild from the stored objects, rewriting each record's index values.
 //
 // bbolt splits pages only at commit, so inserting many keys in random order
@@ -326,17 +260,17 @@ func (s *Store) putIndexersLocked(b *storeBuckets, versions map[string]string) e
 // 100k random inserts 86 s, sorted 1 s). Records are therefore rewritten in
 // key order, a chunk at a time, and the new index entries (keys only, never
 // objects) are sorted before they are inserted.
-func (s *Store) reindexLocked(b *storeBuckets, drop, rebuild []string, indexers cache.Indexers) error {
+func (s *Store) reindexTx(b *cachefile.Buckets, drop, rebuild []string, indexers cache.Indexers) error {
 	for _, n := range append(append([]string{}, drop...), rebuild...) {
-		if b.idx.Bucket([]byte(n)) != nil {
-			if err := b.idx.DeleteBucket([]byte(n)); err != nil {
+		if b.Idx.Bucket([]byte(n)) != nil {
+			if err := b.Idx.DeleteBucket([]byte(n)); err != nil {
 				return err
 			}
 		}
 	}
 	entries := make(map[string][]string, len(rebuild))
 	for _, n := range rebuild {
-		if _, err := b.idx.CreateBucket([]byte(n)); err != nil {
+		if _, err := b.Idx.CreateBucket([]byte(n)); err != nil {
 			return err
 		}
 		entries[n] = nil
@@ -347,14 +281,14 @@ func (s *Store) reindexLocked(b *storeBuckets, drop, rebuild []string, indexers 
 	for {
 		chunk = chunk[:0]
 		// Walk a chunk, then write it: writing while a cursor walks a bucket is not safe in bbolt.
-		c := b.objects.Cursor()
+		c := b.Objects.Cursor()
 		for k, v := seekAfter(c, after); k != nil && len(chunk) < streamChunk; k, v = c.Next() {
-			rec, err := decodeRecord(v)
+			rec, err := cachefile.DecodeRecord(k, v)
 			if err != nil {
 				return fmt.Errorf("reindex store %s key %q: %w", s.name, k, err)
 			}
 			for _, n := range drop {
-				rec.setValues(n, nil)
+				rec.SetValues(n, nil)
 			}
 			if len(rebuild) > 0 {
 				obj, err := s.codec.decode(rec)
@@ -366,20 +300,20 @@ func (s *Store) reindexLocked(b *storeBuckets, drop, rebuild []string, indexers 
 					if err != nil {
 						return fmt.Errorf("reindex store %s key %q: %w", s.name, k, err)
 					}
-					rec.setValues(n, vals)
+					rec.SetValues(n, vals)
 					for _, val := range vals {
-						entries[n] = append(entries[n], string(indexKey(val, string(k))))
+						entries[n] = append(entries[n], string(cachefile.IndexKey(val, string(k))))
 					}
 				}
 			}
-			enc, err := encodeRecord(rec)
+			enc, err := cachefile.EncodeRecord(k, rec)
 			if err != nil {
 				return err
 			}
 			chunk = append(chunk, rewrite{key: append([]byte(nil), k...), val: enc})
 		}
 		for _, r := range chunk {
-			if err := b.objects.Put(r.key, r.val); err != nil {
+			if err := b.PutRecord(r.key, r.val, true); err != nil {
 				return err
 			}
 		}
@@ -390,7 +324,7 @@ func (s *Store) reindexLocked(b *storeBuckets, drop, rebuild []string, indexers 
 	}
 	for n, keys := range entries {
 		sort.Strings(keys)
-		ib := b.idx.Bucket([]byte(n))
+		ib := b.Idx.Bucket([]byte(n))
 		for _, k := range keys {
 			if err := ib.Put([]byte(k), nil); err != nil {
 				return err
@@ -409,7 +343,7 @@ func computeIndex(name string, f cache.IndexFunc, obj interface{}) ([]string, er
 	}
 	out := make([]string, 0, len(vals))
 	for _, v := range vals {
-		if strings.IndexByte(v, schema.IndexSeparator) >= 0 {
+		if strings.IndexByte(v, cachefile.IndexSeparator) >= 0 {
 			return nil, fmt.Errorf("%w: index %q value %q", ErrInvalidIndexValue, name, v)
 		}
 		out = append(out, v)
@@ -430,21 +364,4 @@ func compactStrings(s []string) []string {
 		}
 	}
 	return s[:j]
-}
-
-// indexKey is the composite key of an index entry: value 0x00 key.
-func indexKey(value, key string) []byte {
-	b := make([]byte, 0, len(value)+1+len(key))
-	b = append(b, value...)
-	b = append(b, schema.IndexSeparator)
-	return append(b, key...)
-}
-
-// splitIndexKey parses an index entry key.
-func splitIndexKey(k []byte) (value, key string, ok bool) {
-	i := bytes.IndexByte(k, schema.IndexSeparator)
-	if i < 0 {
-		return "", "", false
-	}
-	return string(k[:i]), string(k[i+1:]), true
 }

@@ -3,23 +3,19 @@ package boltindexer_test
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	bolt "go.etcd.io/bbolt"
-
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
-	"github.com/boltinformer/boltinformer/internal/schema"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 func pod(ns, name, rv, node string) *v1.Pod {
@@ -143,7 +139,7 @@ func TestPagedRelist(t *testing.T) {
 	}, "8"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApplyListPage([]interface{}{pod("a", "x", "1", "")}); !errors.Is(err, boltindexer.ErrNoRelist) {
+	if _, err := s.ApplyListPage(upserts(pod("a", "x", "1", ""))); !errors.Is(err, boltindexer.ErrNoRelist) {
 		t.Fatalf("page without BeginRelist: %v", err)
 	}
 	if err := s.BeginRelist("410 Gone"); err != nil {
@@ -156,11 +152,11 @@ func TestPagedRelist(t *testing.T) {
 	if _, err := s.Apply(nil, "100"); err != nil {
 		t.Fatal(err)
 	}
-	page1, err := s.ApplyListPage([]interface{}{pod("a", "change", "20", "n3"), pod("a", "keep", "5", "n1")})
+	page1, err := s.ApplyListPage(upserts(pod("a", "change", "20", "n3"), pod("a", "keep", "5", "n1")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	page2, err := s.ApplyListPage([]interface{}{pod("c", "new", "21", "n1")})
+	page2, err := s.ApplyListPage(upserts(pod("c", "new", "21", "n1")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,14 +200,14 @@ func TestRestartedRelistForgetsSeenKeys(t *testing.T) {
 	if err := s.BeginRelist("first"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApplyListPage([]interface{}{pod("a", "p1", "5", ""), pod("a", "p2", "6", "")}); err != nil {
+	if _, err := s.ApplyListPage(upserts(pod("a", "p1", "5", ""), pod("a", "p2", "6", ""))); err != nil {
 		t.Fatal(err)
 	}
 	// The continue token expired: the list restarts and p2 is gone by now.
 	if err := s.BeginRelist("restart"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApplyListPage([]interface{}{pod("a", "p1", "5", "")}); err != nil {
+	if _, err := s.ApplyListPage(upserts(pod("a", "p1", "5", ""))); err != nil {
 		t.Fatal(err)
 	}
 	dels, err := s.FinishRelist("9")
@@ -226,7 +222,7 @@ func TestRestartedRelistForgetsSeenKeys(t *testing.T) {
 func TestReopenKeepsEverything(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
 	opts := podOpts()
-	s, err := boltindexer.Open(path, "pods", boltindexer.Options{}, opts)
+	s, err := boltindexer.Open(path, "pods", cachefile.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,14 +230,12 @@ func TestReopenKeepsEverything(t *testing.T) {
 	for i := 0; i < 300; i++ {
 		list = append(list, pod(fmt.Sprint("ns", i%7), fmt.Sprint("p", i), strconv.Itoa(100+i), fmt.Sprint("n", i%5)))
 	}
-	if err := s.Replace(list, "400"); err != nil {
-		t.Fatal(err)
-	}
+	relist(t, s, list, "400")
 	before := snapshotStore(t, s)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := boltindexer.Open(path, "pods", boltindexer.Options{}, opts)
+	s2, err := boltindexer.Open(path, "pods", cachefile.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +256,11 @@ type storeSnapshot struct {
 }
 
 func snapshotStore(t *testing.T, s *boltindexer.Store) storeSnapshot {
-	snap := storeSnapshot{RV: s.LastStoreSyncResourceVersion(), Objects: map[string]interface{}{}, Indexes: map[string]map[string][]string{}}
+	rv, err := s.ResourceVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := storeSnapshot{RV: rv, Objects: map[string]interface{}{}, Indexes: map[string]map[string][]string{}}
 	for _, o := range s.List() {
 		k, _ := cache.MetaNamespaceKeyFunc(o)
 		snap.Objects[k] = o
@@ -284,8 +282,8 @@ func snapshotStore(t *testing.T, s *boltindexer.Store) storeSnapshot {
 func TestIdentityChangeEmptiesStore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
 	opts := podOpts()
-	opts.Identity = &boltindexer.Identity{Version: "v1", Kind: "Pod", Namespace: "a", LabelSelector: "app=web"}
-	s, err := boltindexer.Open(path, "pods", boltindexer.Options{}, opts)
+	opts.Identity = &cachefile.Identity{Version: "v1", Kind: "Pod", Namespace: "a", LabelSelector: "app=web"}
+	s, err := boltindexer.Open(path, "pods", cachefile.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,8 +291,8 @@ func TestIdentityChangeEmptiesStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	opts.Identity = &boltindexer.Identity{Version: "v1", Kind: "Pod", Namespace: "a", LabelSelector: "app=db"}
-	s, err = boltindexer.Open(path, "pods", boltindexer.Options{}, opts)
+	opts.Identity = &cachefile.Identity{Version: "v1", Kind: "Pod", Namespace: "a", LabelSelector: "app=db"}
+	s, err = boltindexer.Open(path, "pods", cachefile.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,13 +313,11 @@ func TestIndexVersionChangeRebuilds(t *testing.T) {
 		"node": func(obj interface{}) ([]string, error) { return []string{obj.(*v1.Pod).Spec.NodeName}, nil },
 		"old":  func(obj interface{}) ([]string, error) { return []string{"x"}, nil },
 	}}
-	s, err := boltindexer.Open(path, "pods", boltindexer.Options{}, opts)
+	s, err := boltindexer.Open(path, "pods", cachefile.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Replace([]interface{}{pod("a", "p1", "1", "n1"), pod("a", "p2", "2", "n2")}, "2"); err != nil {
-		t.Fatal(err)
-	}
+	relist(t, s, []interface{}{pod("a", "p1", "1", "n1"), pod("a", "p2", "2", "n2")}, "2")
 	s.Close()
 	// "node" now indexes by namespace+node (version tag v2); "old" is gone.
 	opts.Indexers = cache.Indexers{"node": func(obj interface{}) ([]string, error) {
@@ -329,7 +325,7 @@ func TestIndexVersionChangeRebuilds(t *testing.T) {
 		return []string{p.Namespace + "/" + p.Spec.NodeName}, nil
 	}}
 	opts.IndexVersions = map[string]string{"node": "v2"}
-	s, err = boltindexer.Open(path, "pods", boltindexer.Options{}, opts)
+	s, err = boltindexer.Open(path, "pods", cachefile.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,108 +344,6 @@ func TestIndexVersionChangeRebuilds(t *testing.T) {
 	s.Close()
 	s.Close()
 	boltindexertest.CheckFile(t, path)
-}
-
-func TestOpenRefusesBadFiles(t *testing.T) {
-	dir := t.TempDir()
-	notBolt := filepath.Join(dir, "garbage.db")
-	if err := os.WriteFile(notBolt, []byte("this is not a bbolt file at all, just some text that is long enough............"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := boltindexer.OpenDB(notBolt, boltindexer.Options{}); !errors.Is(err, boltindexer.ErrNotBolt) {
-		t.Fatalf("garbage file: want ErrNotBolt, got %v", err)
-	}
-	content, _ := os.ReadFile(notBolt)
-	if string(content[:8]) != "this is " {
-		t.Fatal("open modified a file it refused")
-	}
-
-	good := filepath.Join(dir, "good.db")
-	db, err := boltindexer.OpenDB(good, boltindexer.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fi, _ := os.Stat(good)
-	if fi.Mode().Perm() != 0o600 {
-		t.Fatalf("file mode %v, want 0600", fi.Mode().Perm())
-	}
-	start := time.Now()
-	_, err = boltindexer.OpenDB(good, boltindexer.Options{LockTimeout: 200 * time.Millisecond})
-	if !errors.Is(err, boltindexer.ErrLocked) {
-		t.Fatalf("locked file: want ErrLocked, got %v", err)
-	}
-	if time.Since(start) > 10*time.Second {
-		t.Fatal("lock wait ignored LockTimeout")
-	}
-	db.Close()
-
-	// Truncated file.
-	data, _ := os.ReadFile(good)
-	trunc := filepath.Join(dir, "trunc.db")
-	os.WriteFile(trunc, data[:1000], 0o600)
-	if _, err := boltindexer.OpenDB(trunc, boltindexer.Options{}); !errors.Is(err, boltindexer.ErrNotBolt) {
-		t.Fatalf("truncated file: want ErrNotBolt, got %v", err)
-	}
-
-	// A newer schema is refused, and nothing is written.
-	newer := filepath.Join(dir, "newer.db")
-	b, _ := bolt.Open(newer, 0o600, nil)
-	b.Update(func(tx *bolt.Tx) error {
-		m, _ := tx.CreateBucket(schema.MetaBucket)
-		return m.Put(schema.MetaSchemaVersion, []byte(strconv.FormatUint(schema.Version+1, 10)))
-	})
-	b.Close()
-	before, _ := os.ReadFile(newer)
-	_, err = boltindexer.OpenDB(newer, boltindexer.Options{})
-	if !errors.Is(err, boltindexer.ErrNewerSchema) {
-		t.Fatalf("newer schema: want ErrNewerSchema, got %v", err)
-	}
-	after, _ := os.ReadFile(newer)
-	if string(before) != string(after) {
-		t.Fatal("refusing a newer schema modified the file")
-	}
-	// Missing file, read-only.
-	if _, err := boltindexer.OpenDB(filepath.Join(dir, "missing.db"), boltindexer.Options{ReadOnly: true}); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("missing file read-only: %v", err)
-	}
-}
-
-func TestCorruptRecordIsAnErrorNotAPanic(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.db")
-	s, err := boltindexer.Open(path, "pods", boltindexer.Options{}, podOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Add(pod("a", "p", "1", "n1")); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Add(pod("a", "q", "2", "n1")); err != nil {
-		t.Fatal(err)
-	}
-	// Corrupt one record behind the store's back.
-	err = s.DB().Bolt().Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(schema.StoresBucket).Bucket([]byte("pods")).Bucket(schema.ObjectsBucket).Put([]byte("a/p"), []byte{0x93, 0xff, 0x00})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := s.GetByKey("a/p"); !errors.Is(err, boltindexer.ErrCorruptRecord) {
-		t.Fatalf("want ErrCorruptRecord, got %v", err)
-	}
-	if err := s.Verify(); !errors.Is(err, boltindexer.ErrInconsistent) {
-		t.Fatalf("Verify should report the corrupt record, got %v", err)
-	}
-	// Overwriting the corrupt record repairs the store, index entries included.
-	if err := s.Update(pod("a", "p", "3", "n2")); err != nil {
-		t.Fatal(err)
-	}
-	if keys, _ := s.IndexKeys("node", "n1"); fmt.Sprint(keys) != "[a/q]" {
-		t.Fatalf("stale index entry after repair: %v", keys)
-	}
-	if err := s.Verify(); err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
 }
 
 func TestStreamingReads(t *testing.T) {

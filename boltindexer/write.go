@@ -3,13 +3,12 @@ package boltindexer
 import (
 	"fmt"
 	"strconv"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/internal/schema"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // ChangeType says what a write did to one key.
@@ -42,6 +41,9 @@ type Change struct {
 	// OldErr is set when the previous record could not be decoded; the write
 	// still replaced it (Old is then nil).
 	OldErr error
+	// Absent is set on an Unchanged delete that found no object under its
+	// key (client-go's informer still notifies such a delete).
+	Absent bool
 }
 
 // writeMode selects when an upsert or delete is skipped.
@@ -64,7 +66,7 @@ type op struct {
 	del       bool
 	tombstone bool   // delete regardless of RV (DeletedFinalStateUnknown)
 	rv        string // the object's (or delete event's) resourceVersion
-	rec       *record
+	rec       *cachefile.Record
 	enc       []byte
 	obj       interface{}
 }
@@ -88,9 +90,9 @@ func (s *Store) prepareUpsertKeyLocked(key string, obj interface{}) (*op, error)
 		if err != nil {
 			return nil, fmt.Errorf("store %s key %q: %w", s.name, key, err)
 		}
-		rec.setValues(n, vals)
+		rec.SetValues(n, vals)
 	}
-	enc, err := encodeRecord(rec)
+	enc, err := cachefile.EncodeRecord([]byte(key), rec)
 	if err != nil {
 		return nil, err
 	}
@@ -116,32 +118,37 @@ func (s *Store) prepareDelete(obj interface{}) (*op, error) {
 	return o, nil
 }
 
-// applyLocked performs one op in a write transaction. It returns the change
-// and, for Updated and Deleted, a copy of the previous record's bytes.
-func (s *Store) applyLocked(b *storeBuckets, o *op, mode writeMode) (Change, []byte, error) {
+// applyTx performs one op in a write transaction. For Updated and Deleted
+// it also returns the previous record with its payload copied out of bbolt's
+// memory, for decodeOld after the commit (nil when it did not decode: the
+// change's OldErr then says why).
+func (s *Store) applyTx(b *cachefile.Buckets, o *op, mode writeMode) (Change, *cachefile.Record, error) {
 	ch := Change{Key: o.key}
 	k := []byte(o.key)
-	oldBytes := b.objects.Get(k)
-	var old *record
+	oldBytes := b.Objects.Get(k)
+	var old *cachefile.Record
 	var oldErr error
 	if oldBytes != nil {
-		old, oldErr = decodeRecord(oldBytes)
+		if old, oldErr = cachefile.DecodeRecord(k, oldBytes); oldErr != nil {
+			oldErr = fmt.Errorf("store %s key %q: %w", s.name, o.key, oldErr)
+		}
 	}
 	if o.del {
 		if oldBytes == nil {
+			ch.Absent = true
 			return ch, nil, nil
 		}
 		if mode == newerOnly && !o.tombstone && old != nil && rvNewer(old.RV, o.rv) {
 			return ch, nil, nil
 		}
-		if err := s.removeIndexLocked(b, k, old); err != nil {
+		if err := s.removeIndexTx(b, k, old); err != nil {
 			return ch, nil, err
 		}
-		if err := b.objects.Delete(k); err != nil {
+		if err := b.DeleteRecord(k); err != nil {
 			return ch, nil, err
 		}
 		ch.Type, ch.OldErr = Deleted, oldErr
-		return ch, append([]byte(nil), oldBytes...), nil
+		return ch, detach(old), nil
 	}
 	if old != nil {
 		switch mode {
@@ -155,10 +162,10 @@ func (s *Store) applyLocked(b *storeBuckets, o *op, mode writeMode) (Change, []b
 			}
 		}
 	}
-	if err := s.updateIndexLocked(b, k, old, oldBytes != nil && old == nil, o.rec); err != nil {
+	if err := s.updateIndexTx(b, k, old, oldBytes != nil && old == nil, o.rec); err != nil {
 		return ch, nil, err
 	}
-	if err := b.objects.Put(k, o.enc); err != nil {
+	if err := b.PutRecord(k, o.enc, oldBytes != nil); err != nil {
 		return ch, nil, err
 	}
 	ch.New = o.obj
@@ -167,15 +174,23 @@ func (s *Store) applyLocked(b *storeBuckets, o *op, mode writeMode) (Change, []b
 		return ch, nil, nil
 	}
 	ch.Type, ch.OldErr = Updated, oldErr
-	return ch, append([]byte(nil), oldBytes...), nil
+	return ch, detach(old), nil
 }
 
-// updateIndexLocked moves key from the old record's index values to the
+// detach copies a decoded record's payload out of bbolt's memory.
+func detach(r *cachefile.Record) *cachefile.Record {
+	if r != nil {
+		r.Payload = append([]byte(nil), r.Payload...)
+	}
+	return r
+}
+
+// updateIndexTx moves key from the old record's index values to the
 // new record's. A corrupt old record (oldCorrupt) has unknown values: its
 // key is then removed from every index by scanning.
-func (s *Store) updateIndexLocked(b *storeBuckets, k []byte, old *record, oldCorrupt bool, rec *record) error {
+func (s *Store) updateIndexTx(b *cachefile.Buckets, k []byte, old *cachefile.Record, oldCorrupt bool, rec *cachefile.Record) error {
 	if oldCorrupt {
-		if err := s.scrubKeyLocked(b, k); err != nil {
+		if err := s.scrubKeyTx(b, k); err != nil {
 			return err
 		}
 		old = nil
@@ -184,14 +199,14 @@ func (s *Store) updateIndexLocked(b *storeBuckets, k []byte, old *record, oldCor
 	// Remove values the new record no longer has.
 	if old != nil {
 		for _, e := range old.Index {
-			ib := b.idx.Bucket([]byte(e.Name))
+			ib := b.Idx.Bucket([]byte(e.Name))
 			if ib == nil {
 				continue
 			}
-			keep := rec.values(e.Name)
+			keep := rec.Values(e.Name)
 			for _, v := range e.Values {
 				if !containsSorted(keep, v) {
-					if err := ib.Delete(indexKey(v, key)); err != nil {
+					if err := ib.Delete(cachefile.IndexKey(v, key)); err != nil {
 						return err
 					}
 				}
@@ -199,20 +214,20 @@ func (s *Store) updateIndexLocked(b *storeBuckets, k []byte, old *record, oldCor
 		}
 	}
 	for _, e := range rec.Index {
-		ib := b.idx.Bucket([]byte(e.Name))
+		ib := b.Idx.Bucket([]byte(e.Name))
 		if ib == nil {
 			var err error
-			if ib, err = b.idx.CreateBucket([]byte(e.Name)); err != nil {
+			if ib, err = b.Idx.CreateBucket([]byte(e.Name)); err != nil {
 				return err
 			}
 		}
 		var had []string
 		if old != nil {
-			had = old.values(e.Name)
+			had = old.Values(e.Name)
 		}
 		for _, v := range e.Values {
 			if !containsSorted(had, v) {
-				if err := ib.Put(indexKey(v, key), nil); err != nil {
+				if err := ib.Put(cachefile.IndexKey(v, key), nil); err != nil {
 					return err
 				}
 			}
@@ -221,17 +236,17 @@ func (s *Store) updateIndexLocked(b *storeBuckets, k []byte, old *record, oldCor
 	return nil
 }
 
-func (s *Store) removeIndexLocked(b *storeBuckets, k []byte, old *record) error {
+func (s *Store) removeIndexTx(b *cachefile.Buckets, k []byte, old *cachefile.Record) error {
 	if old == nil {
-		return s.scrubKeyLocked(b, k)
+		return s.scrubKeyTx(b, k)
 	}
 	for _, e := range old.Index {
-		ib := b.idx.Bucket([]byte(e.Name))
+		ib := b.Idx.Bucket([]byte(e.Name))
 		if ib == nil {
 			continue
 		}
 		for _, v := range e.Values {
-			if err := ib.Delete(indexKey(v, string(k))); err != nil {
+			if err := ib.Delete(cachefile.IndexKey(v, string(k))); err != nil {
 				return err
 			}
 		}
@@ -239,15 +254,15 @@ func (s *Store) removeIndexLocked(b *storeBuckets, k []byte, old *record) error 
 	return nil
 }
 
-// scrubKeyLocked removes key from every index bucket by scanning them; it
+// scrubKeyTx removes key from every index bucket by scanning them; it
 // is only used when a record is too corrupt to tell its index values.
-func (s *Store) scrubKeyLocked(b *storeBuckets, k []byte) error {
-	return b.idx.ForEachBucket(func(name []byte) error {
-		ib := b.idx.Bucket(name)
+func (s *Store) scrubKeyTx(b *cachefile.Buckets, k []byte) error {
+	return b.Idx.ForEachBucket(func(name []byte) error {
+		ib := b.Idx.Bucket(name)
 		var doomed [][]byte
 		c := ib.Cursor()
 		for ik, _ := c.First(); ik != nil; ik, _ = c.Next() {
-			if _, key, ok := splitIndexKey(ik); ok && key == string(k) {
+			if _, key, ok := cachefile.SplitIndexKey(ik); ok && key == string(k) {
 				doomed = append(doomed, append([]byte(nil), ik...))
 			}
 		}
@@ -284,59 +299,63 @@ func rvNewer(a, b string) bool {
 	return ai > bi
 }
 
-func (s *Store) setRVLocked(b *storeBuckets, rv string) error {
-	if err := b.state.Put(schema.StateRV, []byte(rv)); err != nil {
-		return err
+// setRVTx moves the stored RV to rv (and stamps when it moved).
+func (s *Store) setRVTx(b *cachefile.Buckets, rv string) error {
+	now := cachefile.FormatTime(s.db.Now())
+	if string(b.State.Get(cachefile.StateRV)) != rv {
+		if err := b.State.Put(cachefile.StateRV, []byte(rv)); err != nil {
+			return err
+		}
+		if err := b.State.Put(cachefile.StateRVUpdatedAt, now); err != nil {
+			return err
+		}
 	}
-	return b.state.Put(schema.StateUpdatedAt, []byte(s.db.opts.Now().UTC().Format(time.RFC3339Nano)))
+	return b.State.Put(cachefile.StateUpdatedAt, now)
 }
 
-func (s *Store) touchLocked(b *storeBuckets) error {
-	return b.state.Put(schema.StateUpdatedAt, []byte(s.db.opts.Now().UTC().Format(time.RFC3339Nano)))
+func (s *Store) touchTx(b *cachefile.Buckets) error {
+	return b.State.Put(cachefile.StateUpdatedAt, cachefile.FormatTime(s.db.Now()))
 }
 
-// mustBuckets returns the store's buckets in a write transaction.
-func (s *Store) mustBuckets(tx *bolt.Tx) (*storeBuckets, error) {
-	b := s.buckets(tx)
-	if b == nil {
-		return nil, fmt.Errorf("%w: store %s is missing from %s", ErrCorruptFile, s.name, s.db.path)
-	}
-	return b, nil
-}
-
-// write runs fn in the commit loop with the hot cache kept coherent for
-// keys (nil: every key).
-func (s *Store) write(keys []string, fill func() []hotEntry, fn func(b *storeBuckets) error) error {
-	req := &writeRequest{fn: func(tx *bolt.Tx) error {
-		b, err := s.mustBuckets(tx)
+// write runs fn on the store's buckets in the commit loop, with the hot
+// cache kept coherent for keys (nil: every key). fill, called after a
+// commit, returns the objects the write stored.
+func (s *Store) write(keys []string, fill func() []hotEntry, fn func(b *cachefile.Buckets) error) error {
+	var txid int
+	w := &cachefile.Write{Fn: func(tx *bolt.Tx) error {
+		b, err := cachefile.StoreTx(tx, string(s.name))
 		if err != nil {
 			return err
 		}
-		return fn(b)
+		txid = tx.ID()
+		if err := fn(b); err != nil {
+			return err
+		}
+		return b.FlushCount()
 	}}
 	if s.hot != nil {
-		req.beforeCommit = func() { s.hot.beginWrite(keys) }
-		req.afterCommit = func(committed bool) {
+		w.BeforeCommit = func() { s.hot.beginWrite(keys) }
+		w.AfterCommit = func(committed bool) {
 			var f []hotEntry
 			if committed && fill != nil {
 				f = fill()
 			}
-			s.hot.endWrite(keys, committed, f)
+			s.hot.endWrite(keys, committed, txid, f)
 		}
 	}
-	return s.db.update(req)
+	return s.db.Update(w)
 }
 
 // decodeOld decodes the previous objects of changes after their commit.
-func (s *Store) decodeOld(changes []Change, olds [][]byte) {
+func (s *Store) decodeOld(changes []Change, olds []*cachefile.Record) {
 	for i := range changes {
 		if olds[i] == nil || changes[i].OldErr != nil {
 			continue
 		}
-		rec, err := decodeRecord(olds[i])
-		if err == nil {
-			changes[i].Old, err = s.codec.decode(rec)
+		obj, err := s.codec.decode(olds[i])
+		if err != nil {
+			err = fmt.Errorf("store %s key %q: %w", s.name, changes[i].Key, err)
 		}
-		changes[i].OldErr = err
+		changes[i].Old, changes[i].OldErr = obj, err
 	}
 }

@@ -19,7 +19,10 @@ const (
 )
 
 // ListStartInfo is the Object of a ListStart Delta.
-type ListStartInfo struct{}
+type ListStartInfo struct {
+	// Reason says why the relist started, as passed to BeginRelist.
+	Reason string
+}
 
 // ListCompleteInfo is the Object of a ListComplete Delta.
 type ListCompleteInfo struct {

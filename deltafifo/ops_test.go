@@ -213,8 +213,8 @@ func (g *opGen) next(noEvents bool) []op {
 
 // errClass names what an error means to a caller, which is what the
 // differential tests compare: messages differ between client-go and us.
-// client-go's DeltaFIFO formats some causes with %v instead of wrapping
-// them, so a cause is also recognised by its message; ours must wrap (see
+// client-go formats some causes with %v instead of wrapping them, so a
+// cause is also recognised by its message; ours must wrap (see
 // TestErrorsWrapCauses).
 func errClass(err error) string {
 	has := func(cause error) bool {

@@ -65,9 +65,10 @@ type QueueOptions struct {
 
 // Queue is the in-order queue of Deltas, with the observable behaviour of
 // client-go's cache.RealFIFO: every Add, Update and Delete appends one Delta,
-// and Deltas leave through Pop and PopBatch in the order they arrived. Unlike
-// DeltaFIFO it never coalesces the Deltas of a key, so the consumer sees
-// every notification, deletions of objects it never saw included.
+// and Deltas leave through Pop and PopBatch in the order they arrived. It
+// never coalesces the Deltas of a key (as client-go's classic DeltaFIFO
+// does), so the consumer sees every notification, deletions of objects it
+// never saw included.
 //
 // Beyond client-go, Queue supports a paged relist (BeginRelist, AddListPage,
 // EndRelist), producer backpressure (WaitBelow) and Len.

@@ -7,22 +7,23 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// BeginRelist starts a paged relist by enqueueing a ListStart Delta: the
-// consumer forgets which keys an earlier, unfinished relist has shown it.
+// BeginRelist starts a paged relist by enqueueing a ListStart Delta holding
+// reason: the consumer forgets which keys an earlier, unfinished relist has
+// shown it.
 // Calling it again before EndRelist restarts the relist.
 //
 // A paged relist is a boltinformer extension: unlike Replace, it never holds
 // the whole list, and the queue computes no deletions for it; the consumer
 // deletes the keys the list did not show when it sees ListComplete. Do not
 // interleave it with Replace.
-func (q *Queue) BeginRelist() error {
+func (q *Queue) BeginRelist(reason string) error {
 	q.lock.Lock()
 	defer q.lock.Unlock()
 	if q.closed {
 		return ErrClosed
 	}
 	q.relisting = true
-	q.pushLocked(cache.Delta{Type: ListStart, Object: ListStartInfo{}})
+	q.pushLocked(cache.Delta{Type: ListStart, Object: ListStartInfo{Reason: reason}})
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package deltafifo
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -90,7 +89,7 @@ func TestRelistMarkersKeepTheirPlace(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			q := newTestQueue(t, opts)
 			must(t, q.Add(obj("a", 1)))
-			must(t, q.BeginRelist())
+			must(t, q.BeginRelist("test"))
 			must(t, q.AddListPage([]interface{}{obj("b", 2), obj("c", 3)}))
 			must(t, q.Update(obj("a", 4)))
 			must(t, q.AddListPage([]interface{}{obj("a", 5)}))
@@ -102,7 +101,7 @@ func TestRelistMarkersKeepTheirPlace(t *testing.T) {
 
 			want := []popped{
 				{single: true, deltas: []cache.Delta{{Type: cache.Added, Object: obj("a", 1)}}},
-				{single: true, deltas: []cache.Delta{{Type: ListStart, Object: ListStartInfo{}}}},
+				{single: true, deltas: []cache.Delta{{Type: ListStart, Object: ListStartInfo{Reason: "test"}}}},
 				{deltas: []cache.Delta{ // a batch ends before a key it holds
 					{Type: cache.Replaced, Object: obj("b", 2)},
 					{Type: cache.Replaced, Object: obj("c", 3)},
@@ -138,20 +137,20 @@ func must(t *testing.T, err error) {
 
 func TestMarkersEndBatchesButNeverJoinThem(t *testing.T) {
 	q := newTestQueue(t, QueueOptions{})
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 	must(t, q.AddListPage([]interface{}{obj("a", 1), obj("b", 2)}))
 	must(t, q.EndRelist("7"))
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 	must(t, q.EndRelist("8"))
 
 	want := []popped{
-		{single: true, initial: true, deltas: []cache.Delta{{Type: ListStart, Object: ListStartInfo{}}}},
+		{single: true, initial: true, deltas: []cache.Delta{{Type: ListStart, Object: ListStartInfo{Reason: "test"}}}},
 		{initial: true, deltas: []cache.Delta{
 			{Type: cache.Replaced, Object: obj("a", 1)},
 			{Type: cache.Replaced, Object: obj("b", 2)},
 		}},
 		{single: true, initial: true, deltas: []cache.Delta{{Type: ListComplete, Object: ListCompleteInfo{ResourceVersion: "7"}}}},
-		{single: true, deltas: []cache.Delta{{Type: ListStart, Object: ListStartInfo{}}}},
+		{single: true, deltas: []cache.Delta{{Type: ListStart, Object: ListStartInfo{Reason: "test"}}}},
 		{single: true, deltas: []cache.Delta{{Type: ListComplete, Object: ListCompleteInfo{ResourceVersion: "8"}}}},
 	}
 	expectPopped(t, popAll(t, q), want)
@@ -160,7 +159,7 @@ func TestMarkersEndBatchesButNeverJoinThem(t *testing.T) {
 func TestPagedRelistSyncsWhenListCompleteIsProcessed(t *testing.T) {
 	// Unlocked while processing, so the process function can ask HasSynced.
 	q := newTestQueue(t, QueueOptions{UnlockWhileProcessing: true})
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 	must(t, q.AddListPage([]interface{}{obj("a", 1)}))
 
 	// Pages popped before the list ends belong to the initial list.
@@ -194,7 +193,7 @@ func TestPagedRelistSyncsWhenListCompleteIsProcessed(t *testing.T) {
 	}
 
 	// Later relists do not unsync.
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 	must(t, q.EndRelist("10"))
 	if !q.HasSynced() {
 		t.Fatal("a second relist unsynced the queue")
@@ -203,7 +202,7 @@ func TestPagedRelistSyncsWhenListCompleteIsProcessed(t *testing.T) {
 
 func TestEventBeforeFirstRelistEndSyncs(t *testing.T) {
 	q := newTestQueue(t, QueueOptions{})
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 	must(t, q.AddListPage([]interface{}{obj("a", 1)}))
 	if q.HasSynced() {
 		t.Fatal("synced by BeginRelist and AddListPage alone")
@@ -224,7 +223,7 @@ func TestRelistCallsOutOfOrder(t *testing.T) {
 	if err := q.EndRelist("1"); !errors.Is(err, ErrNoRelist) {
 		t.Errorf("EndRelist before BeginRelist = %v, want ErrNoRelist", err)
 	}
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 	must(t, q.EndRelist("2"))
 	if err := q.AddListPage(nil); !errors.Is(err, ErrNoRelist) {
 		t.Errorf("AddListPage after EndRelist = %v, want ErrNoRelist", err)
@@ -236,7 +235,7 @@ func TestRelistCallsOutOfOrder(t *testing.T) {
 
 func TestAddListPageIsAllOrNothing(t *testing.T) {
 	q := newTestQueue(t, QueueOptions{Transformer: testTransform})
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 
 	var keyErr cache.KeyError
 	if err := q.AddListPage([]interface{}{obj("a", 1), testObj{Val: 2}}); !errors.As(err, &keyErr) || !errors.Is(err, errNoKey) {
@@ -252,7 +251,7 @@ func TestAddListPageIsAllOrNothing(t *testing.T) {
 	must(t, q.AddListPage([]interface{}{obj("a", 1)}))
 	// No list has ended yet: what is popped belongs to the initial list.
 	want := []popped{
-		{single: true, initial: true, deltas: []cache.Delta{{Type: ListStart, Object: ListStartInfo{}}}},
+		{single: true, initial: true, deltas: []cache.Delta{{Type: ListStart, Object: ListStartInfo{Reason: "test"}}}},
 		{single: true, initial: true, deltas: []cache.Delta{{Type: cache.Replaced, Object: testObj{Key: "ns/a", Val: 1, Transformed: 1}}}},
 	}
 	expectPopped(t, popAll(t, q), want)
@@ -262,14 +261,14 @@ func TestReplaceAndResyncSkipQueuedMarkers(t *testing.T) {
 	known := newKnownStore()
 	known.objs["ns/k"] = obj("k", 1)
 	q := newTestQueue(t, QueueOptions{KnownObjects: known})
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 	must(t, q.AddListPage([]interface{}{obj("a", 2)}))
 	must(t, q.EndRelist("3"))
 	must(t, q.Resync())
 	must(t, q.Replace([]interface{}{obj("a", 4)}, "5"))
 
 	want := []cache.Delta{
-		{Type: ListStart, Object: ListStartInfo{}},
+		{Type: ListStart, Object: ListStartInfo{Reason: "test"}},
 		{Type: cache.Replaced, Object: obj("a", 2)},
 		{Type: ListComplete, Object: ListCompleteInfo{ResourceVersion: "3"}},
 		{Type: cache.Sync, Object: obj("k", 1)},
@@ -279,113 +278,6 @@ func TestReplaceAndResyncSkipQueuedMarkers(t *testing.T) {
 	if got := q.items; !deltasEqual(got, want) {
 		t.Fatalf("queued:\ngot:  %+v\nwant: %+v", got, want)
 	}
-}
-
-func TestWaitBelow(t *testing.T) {
-	q := newTestQueue(t, QueueOptions{})
-	for i := range 3 {
-		must(t, q.Add(obj(string(rune('a'+i)), i)))
-	}
-	if err := q.WaitBelow(context.Background(), 4); err != nil {
-		t.Fatalf("WaitBelow(4) with 3 queued = %v, want nil at once", err)
-	}
-	for _, n := range []int{0, -1} {
-		if err := q.WaitBelow(context.Background(), n); !errors.Is(err, ErrInvalidLimit) {
-			t.Errorf("WaitBelow(%d) = %v, want ErrInvalidLimit", n, err)
-		}
-	}
-
-	done := make(chan error, 1)
-	go func() { done <- q.WaitBelow(context.Background(), 2) }()
-	expectBlocked(t, done, "WaitBelow(2) with 3 queued")
-	_, err := q.Pop(func(interface{}, bool) error { return nil })
-	must(t, err)
-	expectBlocked(t, done, "WaitBelow(2) with 2 queued")
-	must(t, q.PopBatch(
-		func([]cache.Delta, bool) error { return nil },
-		func(interface{}, bool) error { return nil }))
-	if err := expectReturns(t, done, "WaitBelow(2) with 0 queued"); err != nil {
-		t.Fatalf("WaitBelow(2) = %v after the queue drained, want nil", err)
-	}
-}
-
-func TestWaitBelowGivesUp(t *testing.T) {
-	errStop := errors.New("stopping")
-	tests := []struct {
-		name   string
-		stop   func(q *Queue, cancel context.CancelCauseFunc)
-		wantIs []error
-	}{{
-		name:   "close",
-		stop:   func(q *Queue, _ context.CancelCauseFunc) { q.Close() },
-		wantIs: []error{ErrClosed, cache.ErrFIFOClosed},
-	}, {
-		name:   "cancel",
-		stop:   func(_ *Queue, cancel context.CancelCauseFunc) { cancel(nil) },
-		wantIs: []error{context.Canceled},
-	}, {
-		name:   "cancel with cause",
-		stop:   func(_ *Queue, cancel context.CancelCauseFunc) { cancel(errStop) },
-		wantIs: []error{context.Canceled, errStop},
-	}}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			q := newTestQueue(t, QueueOptions{})
-			must(t, q.Add(obj("a", 1)))
-			ctx, cancel := context.WithCancelCause(context.Background())
-			defer cancel(nil)
-
-			done := make(chan error, 1)
-			go func() { done <- q.WaitBelow(ctx, 1) }()
-			expectBlocked(t, done, "WaitBelow(1) with 1 queued")
-			tt.stop(q, cancel)
-			err := expectReturns(t, done, "WaitBelow after "+tt.name)
-			for _, want := range tt.wantIs {
-				if !errors.Is(err, want) {
-					t.Errorf("WaitBelow = %v, want errors.Is %v", err, want)
-				}
-			}
-		})
-	}
-
-	t.Run("already done", func(t *testing.T) {
-		q := newTestQueue(t, QueueOptions{})
-		must(t, q.Add(obj("a", 1)))
-		ctx, cancel := context.WithTimeout(context.Background(), 0)
-		defer cancel()
-		if err := q.WaitBelow(ctx, 1); !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("WaitBelow with an expired context = %v, want DeadlineExceeded", err)
-		}
-		q.Close()
-		if err := q.WaitBelow(context.Background(), 5); err != ErrClosed {
-			t.Errorf("WaitBelow on a closed queue = %v, want ErrClosed", err)
-		}
-	})
-}
-
-func TestWaitBelowDoesNotCountDeltasBeingProcessed(t *testing.T) {
-	q := newTestQueue(t, QueueOptions{UnlockWhileProcessing: true})
-	must(t, q.Add(obj("a", 1)))
-	must(t, q.Add(obj("b", 2)))
-
-	processing, release := make(chan struct{}), make(chan struct{})
-	popDone := make(chan error, 1)
-	go func() {
-		popDone <- q.PopBatch(func([]cache.Delta, bool) error {
-			close(processing)
-			<-release
-			return nil
-		}, func(interface{}, bool) error { return nil })
-	}()
-	<-processing
-	// The batch is out of the queue while it is processed, and the queue is
-	// unlocked: a producer may go on.
-	if err := q.WaitBelow(context.Background(), 1); err != nil {
-		t.Fatalf("WaitBelow(1) while the only Deltas are processed = %v", err)
-	}
-	must(t, q.Add(obj("c", 3)))
-	close(release)
-	must(t, expectReturns(t, popDone, "PopBatch"))
 }
 
 func TestCloseUnblocksConsumers(t *testing.T) {
@@ -416,13 +308,13 @@ func TestCloseUnblocksConsumers(t *testing.T) {
 
 func TestClosedQueueDrainsAndRefusesRelists(t *testing.T) {
 	q := newTestQueue(t, QueueOptions{})
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 	q.Close()
 	if !q.IsClosed() {
 		t.Fatal("IsClosed() = false after Close")
 	}
 	for name, err := range map[string]error{
-		"BeginRelist": q.BeginRelist(),
+		"BeginRelist": q.BeginRelist("test"),
 		"AddListPage": q.AddListPage([]interface{}{obj("a", 1)}),
 		"EndRelist":   q.EndRelist("1"),
 	} {

@@ -101,7 +101,6 @@ func TestErrorsWrapCauses(t *testing.T) {
 	known := newKnownStore()
 	withKnown := newTestQueue(t, QueueOptions{KnownObjects: known, Transformer: testTransform})
 	atomic := newTestQueue(t, QueueOptions{Transformer: testTransform})
-	fifo := NewDeltaFIFO(DeltaFIFOOptions{KeyFunction: testKeyFunc, KnownObjects: known, Transformer: testTransform})
 	tests := []struct {
 		name string
 		err  error
@@ -112,12 +111,6 @@ func TestErrorsWrapCauses(t *testing.T) {
 		{"Queue.Replace keyless", withKnown.Replace([]interface{}{keyless}, "1"), isKeyErr},
 		{"Queue.Replace refused", withKnown.Replace([]interface{}{refused}, "1"), isTransformErr},
 		{"atomic Queue.Replace refused", atomic.Replace([]interface{}{refused}, "1"), isTransformErr},
-		{"DeltaFIFO.Add keyless", fifo.Add(keyless), isKeyErr},
-		{"DeltaFIFO.Delete keyless", fifo.Delete(keyless), isKeyErr},
-		{"DeltaFIFO.Add refused", fifo.Add(refused), isTransformErr},
-		// client-go's DeltaFIFO formats this cause with %v; ours wraps it.
-		{"DeltaFIFO.Replace refused", fifo.Replace([]interface{}{refused}, "1"), isTransformErr},
-		{"DeltaFIFO.Replace keyless", fifo.Replace([]interface{}{keyless}, "1"), isKeyErr},
 	}
 	for _, tt := range tests {
 		if !tt.want(tt.err) {
@@ -179,7 +172,7 @@ func TestQueueMetrics(t *testing.T) {
 
 	must(t, q.Add(obj("a", 1)))
 	must(t, q.Bookmark("5"))
-	must(t, q.BeginRelist())
+	must(t, q.BeginRelist("test"))
 	must(t, q.AddListPage([]interface{}{obj("b", 2), obj("c", 3)}))
 	popAll(t, q)
 

@@ -11,14 +11,13 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/internal/fileutil"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // CompactOptions configure Compact.
 type CompactOptions struct {
 	// LockTimeout bounds the wait for another process's lock; zero means
-	// boltindexer.DefaultLockTimeout.
+	// cachefile.DefaultLockTimeout.
 	LockTimeout time.Duration
 	// TxMaxSize bounds the bytes copied per transaction; zero means
 	// DefaultTxMaxSize.
@@ -42,7 +41,7 @@ type CompactReport struct {
 // change to dst, so after a crash dst is either the old file or the
 // complete compacted one. Compact holds src's exclusive lock throughout and
 // dst's too when it replaces an existing file (Force), so it fails with
-// ErrLocked while a process uses either. It works on any schema version.
+// cachefile.ErrLocked while a process uses either. It works on any schema version.
 func Compact(src, dst string, opts CompactOptions) (rep CompactReport, err error) {
 	return CompactContext(context.Background(), src, dst, opts)
 }
@@ -53,7 +52,7 @@ func Compact(src, dst string, opts CompactOptions) (rep CompactReport, err error
 func CompactContext(ctx context.Context, src, dst string, opts CompactOptions) (rep CompactReport, err error) {
 	start := time.Now()
 	if opts.LockTimeout <= 0 {
-		opts.LockTimeout = boltindexer.DefaultLockTimeout
+		opts.LockTimeout = cachefile.DefaultLockTimeout
 	}
 	if opts.TxMaxSize <= 0 {
 		opts.TxMaxSize = DefaultTxMaxSize
@@ -63,7 +62,7 @@ func CompactContext(ctx context.Context, src, dst string, opts CompactOptions) (
 	}
 	rep = CompactReport{Src: src, Dst: dst}
 	defer func() { rep.Duration = time.Since(start) }()
-	if dst, err = fileutil.Resolve(dst); err != nil {
+	if dst, err = cachefile.Resolve(dst); err != nil {
 		return rep, err
 	}
 
@@ -73,7 +72,7 @@ func CompactContext(ctx context.Context, src, dst string, opts CompactOptions) (
 	}
 	if empty, err := zeroLength(src); err != nil || empty {
 		if empty {
-			err = fmt.Errorf("compact %s: %w: empty file", src, ErrNotBolt)
+			err = fmt.Errorf("compact %s: %w: empty file", src, cachefile.ErrNotCacheFile)
 		}
 		return rep, err
 	}
@@ -86,15 +85,20 @@ func CompactContext(ctx context.Context, src, dst string, opts CompactOptions) (
 		rep.SizeBefore = fi.Size()
 	}
 	if !inPlace {
-		release, err := fileutil.ClaimDestination(dst, opts.Force, opts.LockTimeout)
+		release, err := cachefile.ClaimDestination(dst, opts.Force, opts.LockTimeout)
 		if err != nil {
 			return rep, fmt.Errorf("compact %s to %s: %w", src, dst, err)
 		}
 		defer release()
 	}
-	version, _, err := boltindexer.ReadSchemaVersion(db)
+	version, err := fileVersion(db)
 	if err != nil {
 		return rep, fmt.Errorf("compact %s: %w", src, err)
+	}
+	// A damaged source is not copied: compaction would carry the damage
+	// into a file that looks new.
+	if err := db.View(func(tx *bolt.Tx) error { return checkFile(tx, version) }); err != nil {
+		return rep, fmt.Errorf("compact %s: %w: the source fails its check (run cachectl check): %w", src, ErrCheckFailed, err)
 	}
 
 	work, err := createWork(dst+compactSuffix, rep.SizeBefore)

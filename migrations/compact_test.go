@@ -4,12 +4,15 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/migrations"
 )
 
@@ -17,7 +20,7 @@ import (
 // keep of them, leaving free pages; it returns the surviving pods.
 func fragmentedFile(t testing.TB, path string, n, keep int) []storeSpec {
 	t.Helper()
-	s, err := boltindexer.Open(path, "pods", boltindexer.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
+	s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +103,7 @@ func TestCompactToAnotherFile(t *testing.T) {
 	if err := os.WriteFile(dst, []byte("precious"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := migrations.Compact(src, dst, compactOpts()); !errors.Is(err, migrations.ErrExists) {
+	if _, err := migrations.Compact(src, dst, compactOpts()); !errors.Is(err, cachefile.ErrExists) {
 		t.Fatalf("err %v, want ErrExists", err)
 	}
 	if b, _ := os.ReadFile(dst); string(b) != "precious" {
@@ -116,24 +119,58 @@ func TestCompactToAnotherFile(t *testing.T) {
 	}
 
 	// A destination in use by a process is never replaced, even forced.
-	db, err := boltindexer.OpenDB(dst, boltindexer.Options{NoSync: true})
+	db, err := cachefile.Open(dst, cachefile.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := migrations.Compact(src, dst, o); !errors.Is(err, migrations.ErrLocked) {
+	if _, err := migrations.Compact(src, dst, o); !errors.Is(err, cachefile.ErrLocked) {
 		t.Fatalf("err %v, want ErrLocked", err)
 	}
 }
 
 func TestCompactLockedSource(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
-	db, err := boltindexer.OpenDB(path, boltindexer.Options{NoSync: true})
+	db, err := cachefile.Open(path, cachefile.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := migrations.Compact(path, "", compactOpts()); !errors.Is(err, migrations.ErrLocked) {
+	if _, err := migrations.Compact(path, "", compactOpts()); !errors.Is(err, cachefile.ErrLocked) {
 		t.Fatalf("err %v, want ErrLocked", err)
+	}
+}
+
+// TestCompactRefusesDamagedSource: compaction would copy a record that
+// fails its checksum into a file that looks new; it refuses instead,
+// naming the damage, and creates nothing.
+func TestCompactRefusesDamagedSource(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cache.db")
+	fragmentedFile(t, path, 50, 20)
+	writeRaw(t, path, func(tx *bolt.Tx) error {
+		b, err := cachefile.StoreTx(tx, "pods")
+		if err != nil {
+			return err
+		}
+		k, v := b.Objects.Cursor().Last()
+		v = append([]byte(nil), v...)
+		v[len(v)/2] ^= 0x10
+		return b.Objects.Put(append([]byte(nil), k...), v)
+	})
+	before := stateOf(t, path)
+	dst := filepath.Join(dir, "compacted.db")
+	_, err := migrations.Compact(path, dst, compactOpts())
+	if !errors.Is(err, migrations.ErrCheckFailed) || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("want ErrCheckFailed naming the checksum, got %v", err)
+	}
+	if _, err := os.Stat(dst); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("compaction of a damaged file created %s: %v", dst, err)
+	}
+	if !stateOf(t, path).equal(before) {
+		t.Fatal("a refused compaction changed the source")
+	}
+	if got := leftovers(t, path); len(got) != 0 {
+		t.Fatalf("work files left behind: %v", got)
 	}
 }

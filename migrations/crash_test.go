@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/migrations"
 )
 
@@ -124,6 +125,10 @@ func TestCrashDuringMigration(t *testing.T) {
 					t.Fatalf("v0 file is not the complete original:\n%s", d)
 				}
 			case 1:
+				if err := migrations.CheckVersion(path, 1); err != nil {
+					t.Fatalf("v1 file fails v1's check: %v", err)
+				}
+			case cachefile.Version:
 				verifyV1(t, path, specs(stores))
 			default:
 				t.Fatalf("file is v%d", v)

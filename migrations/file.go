@@ -10,9 +10,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 
-	"github.com/boltinformer/boltinformer/internal/fileutil"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // Suffixes of the files a run works in, next to the file it migrates.
@@ -22,41 +21,26 @@ const (
 	compactSuffix = ".compact-tmp"
 )
 
-// openLocked opens an existing bbolt file with bbolt's lock: exclusive for
-// a writer, shared when readOnly. It never creates the file and opening
-// writes nothing.
+// openLocked validates an existing cache file and opens it with bbolt's
+// lock: exclusive for a writer, shared when readOnly. It never creates the
+// file and opening writes nothing.
 func openLocked(path string, timeout time.Duration, readOnly, noSync bool) (*bolt.DB, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("open %s: %w: not a regular file", path, ErrNotBolt)
-	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{
-		Timeout:        timeout,
-		ReadOnly:       readOnly,
-		NoSync:         noSync,
-		NoFreelistSync: true,
-		FreelistType:   bolt.FreelistMapType,
-	})
-	if err != nil {
-		return nil, classifyOpenError(path, timeout, fi.Size(), err)
-	}
-	return db, nil
+	return cachefile.OpenBolt(path, cachefile.BoltOptions{LockTimeout: timeout, ReadOnly: readOnly, NoSync: noSync, MustExist: true})
 }
 
-func classifyOpenError(path string, timeout time.Duration, size int64, err error) error {
-	switch {
-	case errors.Is(err, bolterrors.ErrTimeout):
-		return fmt.Errorf("open %s: %w (waited %s): %v", path, ErrLocked, timeout, err)
-	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrVersionMismatch), errors.Is(err, bolterrors.ErrChecksum):
-		return fmt.Errorf("open %s: %w: %v", path, ErrNotBolt, err)
-	case size > 0 && size < 2*4096:
-		// bbolt reports a truncated file with a plain error.
-		return fmt.Errorf("open %s: %w (file is %d bytes): %v", path, ErrNotBolt, size, err)
-	}
-	return fmt.Errorf("open %s: %w", path, err)
+// schemaVersion reads a file's schema version (cachefile.SchemaVersion).
+func schemaVersion(db *bolt.DB) (version uint64, initialised bool, err error) {
+	err = db.View(func(tx *bolt.Tx) error {
+		version, initialised, err = cachefile.SchemaVersion(tx)
+		return err
+	})
+	return version, initialised, err
+}
+
+// fileVersion is schemaVersion for a file that must hold a cache.
+func fileVersion(db *bolt.DB) (uint64, error) {
+	v, _, err := schemaVersion(db)
+	return v, err
 }
 
 // createWork creates the bbolt file a rewrite fills, replacing a leftover
@@ -109,7 +93,7 @@ func commitWork(work *bolt.DB, path string, noSync bool) error {
 	if noSync {
 		return nil
 	}
-	return fileutil.SyncDir(filepath.Dir(path))
+	return cachefile.SyncDir(filepath.Dir(path))
 }
 
 func removeIfExists(path string) error {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
 )
 
@@ -154,7 +155,7 @@ func writeV0(t testing.TB, path string, stores ...migrationstest.V0Store) {
 // IndexFuncs (Store.Verify and CheckTx) and compares its content with want.
 func verifyV1(t testing.TB, path string, want []storeSpec) {
 	t.Helper()
-	db, err := boltindexer.OpenDB(path, boltindexer.Options{NoSync: true})
+	db, err := cachefile.Open(path, cachefile.Options{NoSync: true})
 	if err != nil {
 		t.Fatalf("open migrated file: %v", err)
 	}
@@ -187,7 +188,7 @@ func verifyV1(t testing.TB, path string, want []storeSpec) {
 		}
 	}
 	err = db.View(func(tx *bolt.Tx) error {
-		for _, p := range boltindexer.CheckTx(tx, boltindexer.CheckOptions{}) {
+		for _, p := range cachefile.CheckTx(tx, cachefile.CheckOptions{}) {
 			t.Errorf("check: %s", p)
 		}
 		return nil
@@ -296,8 +297,12 @@ func schemaVersionOf(t testing.TB, path string) uint64 {
 		t.Fatalf("open %s: %v", path, err)
 	}
 	defer db.Close()
-	v, _, err := boltindexer.ReadSchemaVersion(db)
-	if err != nil {
+	var v uint64
+	if err := db.View(func(tx *bolt.Tx) error {
+		var err error
+		v, _, err = cachefile.SchemaVersion(tx)
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	return v
@@ -313,6 +318,15 @@ func toInterfaces(objs []runtime.Object) []interface{} {
 	return out
 }
 
+// listPage makes a relist page of objs.
+func listPage(objs []runtime.Object) []boltindexer.Op {
+	ops := make([]boltindexer.Op, len(objs))
+	for i, o := range objs {
+		ops[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: o}
+	}
+	return ops
+}
+
 func copyFile(t testing.TB, src, dst string) {
 	t.Helper()
 	b, err := os.ReadFile(src)
@@ -324,7 +338,7 @@ func copyFile(t testing.TB, src, dst string) {
 	}
 }
 
-// checkTx runs boltindexer.CheckTx (with bbolt's check) on a closed file.
+// checkTx runs cachefile.CheckTx (with bbolt's check) on a closed file.
 func checkTx(t testing.TB, path string) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
@@ -333,7 +347,7 @@ func checkTx(t testing.TB, path string) {
 	}
 	defer db.Close()
 	_ = db.View(func(tx *bolt.Tx) error {
-		for _, p := range boltindexer.CheckTx(tx, boltindexer.CheckOptions{}) {
+		for _, p := range cachefile.CheckTx(tx, cachefile.CheckOptions{}) {
 			t.Errorf("%s: %s", path, p)
 		}
 		return nil

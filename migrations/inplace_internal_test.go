@@ -11,7 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/internal/schema"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
 )
 
@@ -22,27 +22,27 @@ import (
 var featureKey = []byte("feature")
 
 func setVersion(tx *bolt.Tx, v string) error {
-	return tx.Bucket(schema.MetaBucket).Put(schema.MetaSchemaVersion, []byte(v))
+	return tx.Bucket(cachefile.MetaBucket).Put(cachefile.MetaSchemaVersion, []byte(v))
 }
 
 func testSteps(up func(tx *bolt.Tx, e *env) error) []step {
 	return append(append([]step{}, registry...), step{
-		from: 1, to: 2,
+		from: 2, to: 3,
 		up: change{description: "add meta feature flag", inPlace: up},
 		down: &change{description: "remove meta feature flag", inPlace: func(tx *bolt.Tx, e *env) error {
-			if err := tx.Bucket(schema.MetaBucket).Delete(featureKey); err != nil {
+			if err := tx.Bucket(cachefile.MetaBucket).Delete(featureKey); err != nil {
 				return err
 			}
-			return setVersion(tx, "1")
+			return setVersion(tx, "2")
 		}},
 	})
 }
 
 func goodUp(tx *bolt.Tx, e *env) error {
-	if err := tx.Bucket(schema.MetaBucket).Put(featureKey, []byte("on")); err != nil {
+	if err := tx.Bucket(cachefile.MetaBucket).Put(featureKey, []byte("on")); err != nil {
 		return err
 	}
-	return setVersion(tx, "2")
+	return setVersion(tx, "3")
 }
 
 func testOptions() Options {
@@ -58,7 +58,7 @@ func readFeature(t *testing.T, path string) (version uint64, feature []byte) {
 	defer db.Close()
 	_ = db.View(func(tx *bolt.Tx) error {
 		version, err = txVersion(tx)
-		if m := tx.Bucket(schema.MetaBucket); m != nil {
+		if m := tx.Bucket(cachefile.MetaBucket); m != nil {
 			feature = append([]byte(nil), m.Get(featureKey)...)
 		}
 		return err
@@ -73,24 +73,24 @@ func TestRunnerMixesRewriteAndInPlaceSteps(t *testing.T) {
 	}
 	writeEmptyStore(t, path)
 	steps := testSteps(goodUp)
-	rep, err := migrate(path, testOptions(), steps, 2)
+	rep, err := migrate(path, testOptions(), steps, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []StepInfo{info(0, 1, registry[0].up, false), info(1, 2, steps[1].up, false)}
+	want := []StepInfo{info(0, 1, registry[0].up, false), info(1, 2, registry[1].up, false), info(2, 3, steps[2].up, false)}
 	if !reflect.DeepEqual(rep.Steps, want) {
 		t.Fatalf("steps %v, want %v", rep.Steps, want)
 	}
-	if v, f := readFeature(t, path); v != 2 || string(f) != "on" {
+	if v, f := readFeature(t, path); v != 3 || string(f) != "on" {
 		t.Fatalf("after upgrade: v%d feature %q", v, f)
 	}
 	o := testOptions()
 	o.Target = new(uint64)
-	rep, err = migrate(path, o, steps, 2)
+	rep, err = migrate(path, o, steps, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Steps) != 2 || rep.Steps[0].From != 2 || rep.Steps[1].To != 0 || rep.Steps[0].Rewrite || !rep.Steps[1].Rewrite {
+	if len(rep.Steps) != 3 || rep.Steps[0].From != 3 || rep.Steps[2].To != 0 || rep.Steps[0].Rewrite || !rep.Steps[1].Rewrite || !rep.Steps[2].Rewrite {
 		t.Fatalf("downgrade steps %v", rep.Steps)
 	}
 	if v, f := readFeature(t, path); v != 0 || f != nil {
@@ -111,7 +111,7 @@ func TestFailingInPlaceStepLeavesFile(t *testing.T) {
 			return errors.New("boom")
 		}, nil},
 		{"wrong version", func(tx *bolt.Tx, e *env) error {
-			return tx.Bucket(schema.MetaBucket).Put(featureKey, []byte("on"))
+			return tx.Bucket(cachefile.MetaBucket).Put(featureKey, []byte("on"))
 		}, ErrCheckFailed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,15 +120,15 @@ func TestFailingInPlaceStepLeavesFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			writeEmptyStore(t, path)
-			if _, err := migrate(path, testOptions(), registry, 1); err != nil {
+			if _, err := migrate(path, testOptions(), registry, 2); err != nil {
 				t.Fatal(err)
 			}
 			before, _ := os.ReadFile(path)
-			_, err := migrate(path, testOptions(), testSteps(tc.up), 2)
+			_, err := migrate(path, testOptions(), testSteps(tc.up), 3)
 			if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) {
 				t.Fatalf("err %v, want %v", err, tc.want)
 			}
-			if v, f := readFeature(t, path); v != 1 || f != nil {
+			if v, f := readFeature(t, path); v != 2 || f != nil {
 				t.Fatalf("failed step left v%d feature %q", v, f)
 			}
 			after, _ := os.ReadFile(path)

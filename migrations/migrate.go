@@ -10,10 +10,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/internal/fileutil"
-	"github.com/boltinformer/boltinformer/internal/schema"
-	"github.com/boltinformer/boltinformer/migrations/internal/v0"
+	"github.com/boltinformer/boltinformer/cachefile"
+	v0 "github.com/boltinformer/boltinformer/migrations/internal/v0"
 )
 
 // DefaultTxMaxSize bounds the bytes of keys and values a rewrite commits per
@@ -22,11 +20,11 @@ const DefaultTxMaxSize = 32 << 20
 
 // Options configure Plan and Migrate.
 type Options struct {
-	// Target is the schema version to end at; nil means schema.Version. A
+	// Target is the schema version to end at; nil means cachefile.Version. A
 	// version below the file's runs the reverts of the steps in between.
 	Target *uint64
 	// LockTimeout bounds the wait for another process's lock on the file;
-	// zero means boltindexer.DefaultLockTimeout. It is never infinite.
+	// zero means cachefile.DefaultLockTimeout. It is never infinite.
 	LockTimeout time.Duration
 	// NoSync skips fsync (tests only: a power loss could then lose the
 	// migrated file).
@@ -34,7 +32,7 @@ type Options struct {
 	// Now is the time written as created-at and updated-at; nil means time.Now.
 	Now func() time.Time
 	// Writer is recorded as the meta writer-version by upgrades; empty means
-	// boltindexer.WriterVersion.
+	// cachefile.WriterVersion.
 	Writer string
 	// TxMaxSize bounds the bytes per transaction of a rewrite; zero means
 	// DefaultTxMaxSize.
@@ -46,13 +44,13 @@ type Options struct {
 
 func (o Options) complete() Options {
 	if o.LockTimeout <= 0 {
-		o.LockTimeout = boltindexer.DefaultLockTimeout
+		o.LockTimeout = cachefile.DefaultLockTimeout
 	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
 	if o.Writer == "" {
-		o.Writer = boltindexer.WriterVersion
+		o.Writer = cachefile.WriterVersion
 	}
 	if o.TxMaxSize <= 0 {
 		o.TxMaxSize = DefaultTxMaxSize
@@ -105,9 +103,9 @@ func (r Report) String() string {
 // writing to it (a dry run). When there are steps, it also checks that the
 // file follows the layout of its version (one read of the whole file) and
 // fails with ErrLayout if not. It takes a shared lock, so it fails with
-// ErrLocked while a process holds the file for writing.
+// cachefile.ErrLocked while a process holds the file for writing.
 func Plan(path string, opts Options) (Report, error) {
-	return plan(path, opts.complete(), registry, schema.Version)
+	return plan(path, opts.complete(), registry, cachefile.Version)
 }
 
 func plan(path string, opts Options, steps []step, current uint64) (Report, error) {
@@ -121,7 +119,7 @@ func plan(path string, opts Options, steps []step, current uint64) (Report, erro
 		return rep, err
 	}
 	defer db.Close()
-	from, initialised, err := boltindexer.ReadSchemaVersion(db)
+	from, initialised, err := schemaVersion(db)
 	if err != nil {
 		return rep, fmt.Errorf("plan %s: %w", path, err)
 	}
@@ -151,14 +149,14 @@ func plan(path string, opts Options, steps []step, current uint64) (Report, erro
 	return rep, nil
 }
 
-// Migrate brings the file at path to opts.Target (schema.Version by
+// Migrate brings the file at path to opts.Target (cachefile.Version by
 // default), one step at a time. It holds bbolt's exclusive lock, so it
-// fails with ErrLocked while any process has the file open. A file of a
-// newer schema than this build knows is refused with ErrNewerSchema before
+// fails with cachefile.ErrLocked while any process has the file open. A file of a
+// newer schema than this build knows is refused with cachefile.ErrNewerSchema before
 // anything is written. After a crash the file is at the version of the
 // last completed step, complete; running Migrate again continues from there.
 func Migrate(path string, opts Options) (Report, error) {
-	return migrate(path, opts.complete(), registry, schema.Version)
+	return migrate(path, opts.complete(), registry, cachefile.Version)
 }
 
 // MigrateContext is Migrate that stops when ctx ends (SIGINT): before a
@@ -167,14 +165,14 @@ func Migrate(path string, opts Options) (Report, error) {
 // step, complete, and the error is ctx's.
 func MigrateContext(ctx context.Context, path string, opts Options) (Report, error) {
 	opts.ctx = ctx
-	return migrate(path, opts.complete(), registry, schema.Version)
+	return migrate(path, opts.complete(), registry, cachefile.Version)
 }
 
 func migrate(path string, opts Options, steps []step, current uint64) (rep Report, err error) {
 	start := time.Now()
 	rep = Report{Path: path}
 	defer func() { rep.Duration = time.Since(start) }()
-	if path, err = fileutil.Resolve(path); err != nil {
+	if path, err = cachefile.Resolve(path); err != nil {
 		return rep, err
 	}
 	if empty, err := zeroLength(path); err != nil || empty {
@@ -190,7 +188,7 @@ func migrate(path string, opts Options, steps []step, current uint64) (rep Repor
 			_ = db.Close()
 		}
 	}()
-	from, initialised, err := boltindexer.ReadSchemaVersion(db)
+	from, initialised, err := schemaVersion(db)
 	if err != nil {
 		return rep, fmt.Errorf("migrate %s: %w", path, err)
 	}
@@ -291,14 +289,16 @@ func checkResult(tx *bolt.Tx, want uint64) error {
 // checkFile runs bbolt's structural check and the invariant checks of the
 // schema version the file claims to be.
 func checkFile(tx *bolt.Tx, version uint64) error {
-	if err := fileutil.BoltCheck(tx); err != nil {
+	if err := cachefile.BoltCheck(tx); err != nil {
 		return err
 	}
 	switch version {
-	case schema.Version:
-		if ps := boltindexer.CheckTx(tx, boltindexer.CheckOptions{MaxProblems: 10, SkipBolt: true}); len(ps) > 0 {
+	case cachefile.Version:
+		if ps := cachefile.CheckTx(tx, cachefile.CheckOptions{MaxProblems: 10, SkipBolt: true}); len(ps) > 0 {
 			return fmt.Errorf("%d problem(s), first: %s", len(ps), ps[0])
 		}
+	case 1:
+		return checkV1(tx)
 	case 0:
 		return v0.Check(tx)
 	}
@@ -318,9 +318,9 @@ func zeroLength(path string) (bool, error) {
 // Versions returns the oldest schema version Migrate starts from and the
 // newest it reaches (the version this build writes).
 func Versions() (oldest, newest uint64) {
-	oldest = schema.Version
+	oldest = cachefile.Version
 	for _, s := range registry {
 		oldest = min(oldest, s.from)
 	}
-	return oldest, schema.Version
+	return oldest, cachefile.Version
 }

@@ -2,9 +2,11 @@ package migrations_test
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +15,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/internal/schema"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/migrations"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
 )
@@ -22,7 +24,7 @@ func opts() migrations.Options {
 	return migrations.Options{NoSync: true, Now: func() time.Time { return fixedNow }, LockTimeout: time.Second}
 }
 
-func TestMigrateV0ToV1(t *testing.T) {
+func TestMigrateV0ToCurrent(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		txMaxSize int
@@ -41,7 +43,7 @@ func TestMigrateV0ToV1(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.From != 0 || rep.To != 1 || len(rep.Steps) != 1 || !rep.Steps[0].Rewrite || rep.Steps[0].Revert {
+			if rep.From != 0 || rep.To != cachefile.Version || len(rep.Steps) != 2 || !rep.Steps[0].Rewrite || rep.Steps[0].Revert {
 				t.Fatalf("report %+v", rep)
 			}
 			if got := leftovers(t, path); len(got) != 0 {
@@ -52,17 +54,17 @@ func TestMigrateV0ToV1(t *testing.T) {
 				t.Fatal(err)
 			}
 			_ = db.View(func(tx *bolt.Tx) error {
-				meta := tx.Bucket(schema.MetaBucket)
+				meta := tx.Bucket(cachefile.MetaBucket)
 				for k, want := range map[string]string{
-					string(schema.MetaSchemaVersion): "1",
-					string(schema.MetaCreatedAt):     fixedNow.Format(time.RFC3339),
-					string(schema.MetaWriterVersion): "migrations-test",
+					string(cachefile.MetaSchemaVersion): strconv.FormatUint(cachefile.Version, 10),
+					string(cachefile.MetaCreatedAt):     fixedNow.Format(time.RFC3339),
+					string(cachefile.MetaWriterVersion): "migrations-test",
 				} {
 					if got := string(meta.Get([]byte(k))); got != want {
 						t.Errorf("meta %s = %q, want %q", k, got, want)
 					}
 				}
-				if got := string(tx.Bucket(schema.StoresBucket).Bucket([]byte("pods")).Bucket(schema.StateBucket).Get(schema.StateIndexers)); got != `{"labels":"","namespace":"","node":"","none-or-app":""}` {
+				if got := string(tx.Bucket(cachefile.StoresBucket).Bucket([]byte("pods")).Bucket(cachefile.StateBucket).Get(cachefile.StateIndexers)); got != `{"labels":"","namespace":"","node":"","none-or-app":""}` {
 					t.Errorf("indexers %s", got)
 				}
 				return nil
@@ -82,9 +84,9 @@ func TestMigrateV0ToV1(t *testing.T) {
 	}
 }
 
-// TestMigrateRoundTrip reverts v1 to v0 and back: v0 → v1 → v0 gives the
+// TestMigrateRoundTrip reverts to v0 and back: v0 → current → v0 gives the
 // original file's content exactly, and a file written by boltindexer
-// survives v1 → v0 → v1 with its objects, indexes and RVs.
+// survives current → v0 → current with its objects, indexes and RVs.
 func TestMigrateRoundTrip(t *testing.T) {
 	t.Run("v0 to v1 to v0", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "cache.db")
@@ -99,7 +101,7 @@ func TestMigrateRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rep.Steps) != 1 || !rep.Steps[0].Revert || rep.Steps[0].From != 1 || rep.Steps[0].To != 0 {
+		if len(rep.Steps) != 2 || !rep.Steps[0].Revert || !rep.Steps[1].Revert || rep.Steps[0].From != cachefile.Version || rep.Steps[1].To != 0 {
 			t.Fatalf("report %+v", rep)
 		}
 		if d := diffDumps(orig, dump(t, path)); d != "" {
@@ -108,7 +110,7 @@ func TestMigrateRoundTrip(t *testing.T) {
 	})
 	t.Run("v1 to v0 to v1", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "cache.db")
-		s, err := boltindexer.Open(path, "pods", boltindexer.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
+		s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +145,7 @@ func TestMigrateRoundTrip(t *testing.T) {
 // objects the relist was about to delete.
 func TestRevertRelistingStore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
-	s, err := boltindexer.Open(path, "pods", boltindexer.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
+	s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +156,7 @@ func TestRevertRelistingStore(t *testing.T) {
 	if err := s.BeginRelist("test"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApplyListPage(toInterfaces(objs[:3])); err != nil {
+	if _, err := s.ApplyListPage(listPage(objs[:3])); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -184,12 +186,12 @@ func TestMigrateRefusesBadFiles(t *testing.T) {
 			name: "newer schema",
 			setup: func(t *testing.T, path string) {
 				writeRaw(t, path, func(tx *bolt.Tx) error {
-					meta, _ := tx.CreateBucket(schema.MetaBucket)
-					_, _ = tx.CreateBucket(schema.StoresBucket)
-					return meta.Put(schema.MetaSchemaVersion, []byte("7"))
+					meta, _ := tx.CreateBucket(cachefile.MetaBucket)
+					_, _ = tx.CreateBucket(cachefile.StoresBucket)
+					return meta.Put(cachefile.MetaSchemaVersion, []byte("7"))
 				})
 			},
-			want: migrations.ErrNewerSchema, msg: "schema v7, this build supports up to v1",
+			want: cachefile.ErrNewerSchema, msg: fmt.Sprintf("schema v7, this build supports up to v%d", cachefile.Version),
 		},
 		{
 			name: "not bbolt",
@@ -198,7 +200,7 @@ func TestMigrateRefusesBadFiles(t *testing.T) {
 					t.Fatal(err)
 				}
 			},
-			want: migrations.ErrNotBolt,
+			want: cachefile.ErrNotCacheFile,
 		},
 		{
 			name: "dangling v0 index entry",
@@ -276,17 +278,17 @@ func TestMigrateMissingFileIsNotCreated(t *testing.T) {
 
 func TestMigrateLockedFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
-	db, err := boltindexer.OpenDB(path, boltindexer.Options{NoSync: true})
+	db, err := cachefile.Open(path, cachefile.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	o := opts()
 	o.LockTimeout = 50 * time.Millisecond
-	if _, err := migrations.Migrate(path, o); !errors.Is(err, migrations.ErrLocked) {
+	if _, err := migrations.Migrate(path, o); !errors.Is(err, cachefile.ErrLocked) {
 		t.Fatalf("err %v, want ErrLocked", err)
 	}
-	if _, err := migrations.Plan(path, o); !errors.Is(err, migrations.ErrLocked) {
+	if _, err := migrations.Plan(path, o); !errors.Is(err, cachefile.ErrLocked) {
 		t.Fatalf("plan err %v, want ErrLocked", err)
 	}
 }

@@ -5,12 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/internal/schema"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/migrations"
 )
 
@@ -23,8 +23,9 @@ type planStep struct {
 // and that a dry run never changes the file (bytes and mtime).
 func TestPlan(t *testing.T) {
 	v0File := func(t *testing.T, path string) { writeV0(t, path, v0Stores(30)...) }
-	v1File := func(t *testing.T, path string) {
-		db, err := boltindexer.OpenDB(path, boltindexer.Options{NoSync: true})
+	v1File := func(t *testing.T, path string) { writeV1(t, path, 30) }
+	currentFile := func(t *testing.T, path string) {
+		db, err := cachefile.Open(path, cachefile.Options{NoSync: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,30 +42,34 @@ func TestPlan(t *testing.T) {
 		empty   bool
 		wantErr error
 	}{
-		{name: "v0 to current", setup: v0File, from: 0, steps: []planStep{{0, 1, false}}},
+		{name: "v0 to current", setup: v0File, from: 0, steps: []planStep{{0, 1, false}, {1, 2, false}}},
+		{name: "v0 to v1", setup: v0File, target: u64(1), from: 0, steps: []planStep{{0, 1, false}}},
+		{name: "v1 to current", setup: v1File, from: 1, steps: []planStep{{1, 2, false}}},
+		{name: "v1 to v0", setup: v1File, target: u64(0), from: 1, steps: []planStep{{1, 0, true}}},
 		{name: "v0 to v0", setup: v0File, target: u64(0), from: 0},
 		{name: "v0 with meta at version 0", setup: func(t *testing.T, path string) {
 			v0File(t, path)
 			writeRaw(t, path, func(tx *bolt.Tx) error {
-				m, err := tx.CreateBucket(schema.MetaBucket)
+				m, err := tx.CreateBucket(cachefile.MetaBucket)
 				if err != nil {
 					return err
 				}
-				return m.Put(schema.MetaSchemaVersion, []byte("0"))
+				return m.Put(cachefile.MetaSchemaVersion, []byte("0"))
 			})
-		}, from: 0, steps: []planStep{{0, 1, false}}},
-		{name: "current", setup: v1File, from: 1},
-		{name: "current to v0", setup: v1File, target: u64(0), from: 1, steps: []planStep{{1, 0, true}}},
-		{name: "beyond this build", setup: v1File, target: u64(schema.Version + 1), wantErr: migrations.ErrNoPath},
+		}, from: 0, steps: []planStep{{0, 1, false}, {1, 2, false}}},
+		{name: "current", setup: currentFile, from: 2},
+		{name: "current to v1", setup: currentFile, target: u64(1), from: 2, steps: []planStep{{2, 1, true}}},
+		{name: "current to v0", setup: currentFile, target: u64(0), from: 2, steps: []planStep{{2, 1, true}, {1, 0, true}}},
+		{name: "beyond this build", setup: currentFile, target: u64(cachefile.Version + 1), wantErr: migrations.ErrNoPath},
 		{name: "newer schema", setup: func(t *testing.T, path string) {
 			writeRaw(t, path, func(tx *bolt.Tx) error {
-				m, err := tx.CreateBucket(schema.MetaBucket)
+				m, err := tx.CreateBucket(cachefile.MetaBucket)
 				if err != nil {
 					return err
 				}
-				return m.Put(schema.MetaSchemaVersion, []byte("2"))
+				return m.Put(cachefile.MetaSchemaVersion, []byte(strconv.FormatUint(cachefile.Version+1, 10)))
 			})
-		}, wantErr: migrations.ErrNewerSchema},
+		}, wantErr: cachefile.ErrNewerSchema},
 		{name: "empty bbolt file", setup: func(t *testing.T, path string) { writeRaw(t, path, func(*bolt.Tx) error { return nil }) }, empty: true},
 		{name: "zero-length file", setup: func(t *testing.T, path string) {
 			if err := os.WriteFile(path, nil, 0o600); err != nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // Index definition changes are not schema steps: boltindexer rebuilds an
@@ -54,7 +55,7 @@ func rebuildPod(i int) *v1.Pod {
 // average protobuf payload size.
 func writeRebuildFixture(tb testing.TB, path string, n int) int {
 	tb.Helper()
-	s, err := boltindexer.Open(path, "pods", boltindexer.Options{NoSync: true}, rebuildOpts(nil))
+	s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, rebuildOpts(nil))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -84,7 +85,7 @@ func rebuildOpts(versions map[string]string) boltindexer.StoreOptions {
 func reopen(tb testing.TB, path string, versions map[string]string, noSync bool) (boltindexer.OpenReport, time.Duration) {
 	tb.Helper()
 	start := time.Now()
-	s, err := boltindexer.Open(path, "pods", boltindexer.Options{NoSync: noSync}, rebuildOpts(versions))
+	s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: noSync}, rebuildOpts(versions))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestIndexRebuildOnVersionChange(t *testing.T) {
 	if len(rep.RebuiltIndexes) != 0 {
 		t.Fatalf("same tag rebuilt again: %+v", rep)
 	}
-	s, err := boltindexer.Open(path, "pods", boltindexer.Options{NoSync: true}, rebuildOpts(map[string]string{"node": "v2"}))
+	s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, rebuildOpts(map[string]string{"node": "v2"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/internal/schema"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // StepInfo describes one step of a plan.
@@ -74,7 +74,7 @@ type plannedStep struct {
 func planSteps(steps []step, current, from, to uint64) ([]plannedStep, error) {
 	switch {
 	case from > current:
-		return nil, fmt.Errorf("%w: file is schema v%d, this build supports up to v%d", ErrNewerSchema, from, current)
+		return nil, fmt.Errorf("%w: file is schema v%d, this build supports up to v%d", cachefile.ErrNewerSchema, from, current)
 	case to > current:
 		return nil, fmt.Errorf("%w: target v%d is newer than this build's v%d", ErrNoPath, to, current)
 	}
@@ -116,11 +116,11 @@ func info(from, to uint64, c change, revert bool) StepInfo {
 // of boltindexer.ReadSchemaVersion: no meta bucket, or meta without a
 // version, is v0.
 func txVersion(tx *bolt.Tx) (uint64, error) {
-	meta := tx.Bucket(schema.MetaBucket)
+	meta := tx.Bucket(cachefile.MetaBucket)
 	if meta == nil {
 		return 0, nil
 	}
-	v := meta.Get(schema.MetaSchemaVersion)
+	v := meta.Get(cachefile.MetaSchemaVersion)
 	if v == nil {
 		return 0, nil
 	}

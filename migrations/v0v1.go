@@ -8,8 +8,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/internal/schema"
-	"github.com/boltinformer/boltinformer/migrations/internal/v0"
+	"github.com/boltinformer/boltinformer/cachefile"
+	v0 "github.com/boltinformer/boltinformer/migrations/internal/v0"
 )
 
 // registry lists every step this build knows, oldest first.
@@ -29,6 +29,7 @@ var registry = []step{
 			rewrite: downV1V0,
 		},
 	},
+	stepV1V2,
 }
 
 // upV0V1 rewrites a schema v0 file as schema v1. Index values are gathered
@@ -37,17 +38,17 @@ var registry = []step{
 func upV0V1(src *bolt.Tx, dst *bolt.DB, e *env) error {
 	w := newBatchWriter(dst, e.txMaxSize)
 	defer w.rollback()
-	meta := [][]byte{schema.MetaBucket}
+	meta := [][]byte{cachefile.MetaBucket}
 	for _, kv := range [][2][]byte{
-		{schema.MetaSchemaVersion, []byte("1")},
-		{schema.MetaCreatedAt, []byte(e.now.UTC().Format(time.RFC3339))},
-		{schema.MetaWriterVersion, []byte(e.writer)},
+		{cachefile.MetaSchemaVersion, []byte("1")},
+		{cachefile.MetaCreatedAt, []byte(e.now.UTC().Format(time.RFC3339))},
+		{cachefile.MetaWriterVersion, []byte(e.writer)},
 	} {
 		if err := w.put(meta, kv[0], kv[1]); err != nil {
 			return err
 		}
 	}
-	if _, err := w.bucket(schema.StoresBucket); err != nil {
+	if _, err := w.bucket(cachefile.StoresBucket); err != nil {
 		return err
 	}
 	var names [][]byte
@@ -91,9 +92,9 @@ func upStoreV0V1(root *bolt.Bucket, name []byte, w *batchWriter, scratch *bolt.D
 	if err != nil {
 		return err
 	}
-	statePath := [][]byte{schema.StoresBucket, name, schema.StateBucket}
-	objectsPath := [][]byte{schema.StoresBucket, name, schema.ObjectsBucket}
-	for _, p := range [][][]byte{statePath, objectsPath, {schema.StoresBucket, name, schema.IndexBucket}} {
+	statePath := [][]byte{cachefile.StoresBucket, name, cachefile.StateBucket}
+	objectsPath := [][]byte{cachefile.StoresBucket, name, cachefile.ObjectsBucket}
+	for _, p := range [][][]byte{statePath, objectsPath, {cachefile.StoresBucket, name, cachefile.IndexBucket}} {
 		if _, err := w.bucket(p...); err != nil {
 			return err
 		}
@@ -166,11 +167,11 @@ func upStoreV0V1(root *bolt.Bucket, name []byte, w *batchWriter, scratch *bolt.D
 		return err
 	}
 	state := [][2][]byte{
-		{schema.StateIndexers, indexers},
-		{schema.StateUpdatedAt, []byte(e.now.UTC().Format(time.RFC3339Nano))},
+		{cachefile.StateIndexers, indexers},
+		{cachefile.StateUpdatedAt, []byte(e.now.UTC().Format(time.RFC3339Nano))},
 	}
 	if rv != nil {
-		state = append(state, [2][]byte{schema.StateRV, rv})
+		state = append(state, [2][]byte{cachefile.StateRV, rv})
 	}
 	for _, kv := range state {
 		if err := w.put(statePath, kv[0], kv[1]); err != nil {
@@ -181,7 +182,7 @@ func upStoreV0V1(root *bolt.Bucket, name []byte, w *batchWriter, scratch *bolt.D
 }
 
 func upIndexV0V1(ib *bolt.Bucket, store, iname []byte, objects *bolt.Bucket, w, sw *batchWriter) error {
-	dstPath := [][]byte{schema.StoresBucket, store, schema.IndexBucket, iname}
+	dstPath := [][]byte{cachefile.StoresBucket, store, cachefile.IndexBucket, iname}
 	scratchPath := [][]byte{store, iname}
 	if _, err := w.bucket(dstPath...); err != nil {
 		return err
@@ -192,11 +193,11 @@ func upIndexV0V1(ib *bolt.Bucket, store, iname []byte, objects *bolt.Bucket, w, 
 		if !ok || vb == nil {
 			return fmt.Errorf("%w: entry %q is not a value bucket", ErrLayout, vname)
 		}
-		if bytes.IndexByte(vname, schema.IndexSeparator) >= 0 {
+		if bytes.IndexByte(vname, cachefile.IndexSeparator) >= 0 {
 			return fmt.Errorf("%w: value %q contains a NUL byte", ErrLayout, value)
 		}
 		return vb.ForEach(func(key, _ []byte) error {
-			if bytes.IndexByte(key, schema.IndexSeparator) >= 0 {
+			if bytes.IndexByte(key, cachefile.IndexSeparator) >= 0 {
 				return fmt.Errorf("%w: value %q: key %q contains a NUL byte", ErrLayout, value, key)
 			}
 			if objects.Get(key) == nil {
@@ -233,18 +234,18 @@ func scratchValues(sroot *bolt.Bucket, iname, key []byte) []string {
 func join(a, b []byte) []byte {
 	out := make([]byte, 0, len(a)+1+len(b))
 	out = append(out, a...)
-	out = append(out, schema.IndexSeparator)
+	out = append(out, cachefile.IndexSeparator)
 	return append(out, b...)
 }
 
 // downV1V0 rewrites a schema v1 file as schema v0.
 func downV1V0(src *bolt.Tx, dst *bolt.DB, e *env) error {
-	stores := src.Bucket(schema.StoresBucket)
+	stores := src.Bucket(cachefile.StoresBucket)
 	if stores == nil {
 		return fmt.Errorf("%w: v1 file has no stores bucket", ErrLayout)
 	}
 	err := src.ForEach(func(name []byte, _ *bolt.Bucket) error {
-		if bytes.Equal(name, schema.MetaBucket) || bytes.Equal(name, schema.StoresBucket) {
+		if bytes.Equal(name, cachefile.MetaBucket) || bytes.Equal(name, cachefile.StoresBucket) {
 			return nil
 		}
 		return fmt.Errorf("%w: unexpected top-level bucket %q in a v1 file", ErrLayout, name)
@@ -274,7 +275,7 @@ func downStoreV1V0(root *bolt.Bucket, name []byte, w *batchWriter) error {
 	if !v0.IsStore(name) {
 		return fmt.Errorf("%w: a store named %q cannot be told from v0's meta bucket", ErrIrreversible, name)
 	}
-	state, objects, idx := root.Bucket(schema.StateBucket), root.Bucket(schema.ObjectsBucket), root.Bucket(schema.IndexBucket)
+	state, objects, idx := root.Bucket(cachefile.StateBucket), root.Bucket(cachefile.ObjectsBucket), root.Bucket(cachefile.IndexBucket)
 	if state == nil || objects == nil || idx == nil {
 		return fmt.Errorf("%w: v1 store lacks state, objects or idx bucket", ErrLayout)
 	}
@@ -284,7 +285,7 @@ func downStoreV1V0(root *bolt.Bucket, name []byte, w *batchWriter) error {
 			return err
 		}
 	}
-	if rv := state.Get(schema.StateRV); len(rv) > 0 && state.Get(schema.StateRelist) == nil {
+	if rv := state.Get(cachefile.StateRV); len(rv) > 0 && state.Get(cachefile.StateRelist) == nil {
 		if err := w.put([][]byte{name}, v0.RVKey, rv); err != nil {
 			return err
 		}
@@ -318,7 +319,7 @@ func downStoreV1V0(root *bolt.Bucket, name []byte, w *batchWriter) error {
 			return err
 		}
 		return ib.ForEach(func(ik, _ []byte) error {
-			i := bytes.IndexByte(ik, schema.IndexSeparator)
+			i := bytes.IndexByte(ik, cachefile.IndexSeparator)
 			if i < 0 || i == len(ik)-1 {
 				return fmt.Errorf("%w: index %q entry %q is not value 0x00 key", ErrLayout, iname, ik)
 			}

@@ -29,7 +29,7 @@ func TestSlowHandlerDoesNotBlockOthers(t *testing.T) {
 		for i := range n {
 			note := Add{Obj: i}
 			want = append(want, notificationEvent(note))
-			p.Distribute(note, false)
+			p.Distribute(note)
 		}
 	}()
 	select {
@@ -88,7 +88,7 @@ func TestOrderPreservedPerHandler(t *testing.T) {
 			note = Delete{Obj: i}
 		}
 		want = append(want, notificationEvent(note))
-		p.Distribute(note, false)
+		p.Distribute(note)
 	}
 	for i, r := range recs {
 		eventually(t, func() bool { return r.Len() >= n }, fmt.Sprintf("handler %d to get %d notifications", i, n))
@@ -119,7 +119,7 @@ func TestRingBufferGrowth(t *testing.T) {
 
 	const n = 100_000
 	for i := range n {
-		p.Distribute(Add{Obj: i}, false)
+		p.Distribute(Add{Obj: i})
 	}
 	if got := l.Len(); got != n-1 {
 		t.Fatalf("Len() = %d while blocked, want %d", got, n-1)

@@ -115,17 +115,21 @@ func TestDifferentialAgainstClientGo(t *testing.T) {
 		AddFunc: func(obj any, isInInitialList bool) {
 			tapLock.Lock()
 			defer tapLock.Unlock()
-			p.Distribute(Add{Obj: obj, IsInInitialList: isInInitialList}, false)
+			p.Distribute(Add{Obj: obj, IsInInitialList: isInInitialList})
 		},
 		UpdateFunc: func(oldObj, newObj any) {
 			tapLock.Lock()
 			defer tapLock.Unlock()
-			p.Distribute(Update{Old: oldObj, New: newObj}, rv(oldObj) == rv(newObj))
+			if rv(oldObj) == rv(newObj) {
+				p.DistributeSync(Update{Old: oldObj, New: newObj})
+			} else {
+				p.Distribute(Update{Old: oldObj, New: newObj})
+			}
 		},
 		DeleteFunc: func(obj any) {
 			tapLock.Lock()
 			defer tapLock.Unlock()
-			p.Distribute(Delete{Obj: obj}, false)
+			p.Distribute(Delete{Obj: obj})
 		},
 	})
 	if err != nil {

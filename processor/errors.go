@@ -11,8 +11,7 @@ var (
 	// removed or its processor stopped: it accepts no more notifications.
 	ErrListenerStopped = errors.New("processor: listener stopped")
 
-	// ErrInvalidListener is returned when a listener is nil or belongs to
-	// another processor.
+	// ErrInvalidListener is returned by RemoveListener for a nil listener.
 	ErrInvalidListener = errors.New("processor: invalid listener")
 
 	// ErrNilHandler is returned by AddListener when the handler is nil.
@@ -25,8 +24,4 @@ var (
 
 	// ErrNilNotification is returned by Listener.Add for a nil notification.
 	ErrNilNotification = errors.New("processor: nil notification")
-
-	// ErrHandlerPanic wraps the value recovered from a panicking event
-	// handler in the error that is reported.
-	ErrHandlerPanic = errors.New("processor: event handler panicked")
 )

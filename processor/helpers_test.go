@@ -143,10 +143,11 @@ func addListener(t *testing.T, p *Processor, h *recorder, opts ListenerOptions) 
 	return l
 }
 
-// eventually polls cond for up to 10s.
+// eventually waits for cond; the deadline is generous because CI machines
+// can be loaded far beyond their cores (it bounds a hang, it measures nothing).
 func eventually(t *testing.T, cond func() bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

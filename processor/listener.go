@@ -2,7 +2,6 @@ package processor
 
 import (
 	"fmt"
-	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -253,7 +252,8 @@ func (l *Listener) pop() {
 }
 
 // run calls the handler for each notification, in order, until pop closes
-// nextCh. After a panic it waits panicBackoff before the next one.
+// nextCh. After a handler panic that utilruntime.ReallyCrash let it survive,
+// it waits panicBackoff before the next notification, as client-go does.
 func (l *Listener) run() {
 	defer close(l.runDone)
 	for n := range l.nextCh {
@@ -268,8 +268,12 @@ func (l *Listener) run() {
 	}
 }
 
-// deliver calls the handler for n, recovers a panic and reports whether one
-// happened.
+// deliver calls the handler for n under utilruntime.HandleCrashWithLogger,
+// as client-go's listener does: a panic runs utilruntime.PanicHandlers and
+// then crashes the process unless utilruntime.ReallyCrash is false. It
+// reports whether the handler panicked (and the process survived). An
+// initial-list add whose handler panicked is not counted as delivered, so
+// the listener's HasSynced stays false, as in client-go.
 func (l *Listener) deliver(n Notification) (panicked bool) {
 	backlog := l.queued.Add(-1)
 	if backlog > InitialBufferSize {
@@ -280,21 +284,16 @@ func (l *Listener) deliver(n Notification) (panicked bool) {
 			}
 		}()
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			panicked = true
-			utilruntime.HandleErrorWithLogger(l.logger, fmt.Errorf("%w: %v", ErrHandlerPanic, r),
-				"Recovered from panic; notification skipped", "handler", l.name, "notification", kindOf(n), "stack", string(debug.Stack()))
-		}
-	}()
+	// Reset below only if the handler returns.
+	panicked = true
+	defer utilruntime.HandleCrashWithLogger(l.logger)
 
 	switch n := n.(type) {
 	case Add:
-		if n.IsInInitialList {
-			// Counted even if the handler panics; see the package doc.
-			defer l.tracker.Finished()
-		}
 		l.handler.OnAdd(n.Obj, n.IsInInitialList)
+		if n.IsInInitialList {
+			l.tracker.Finished()
+		}
 	case Update:
 		l.handler.OnUpdate(n.Old, n.New)
 	case Delete:

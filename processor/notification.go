@@ -1,7 +1,5 @@
 package processor
 
-import "fmt"
-
 // Notification is one event for the handlers: Add, Update or Delete. The set
 // is closed; the informer builds the values, the listeners call the matching
 // cache.ResourceEventHandler method.
@@ -31,17 +29,3 @@ type Delete struct {
 func (Add) isNotification()    {}
 func (Update) isNotification() {}
 func (Delete) isNotification() {}
-
-// kindOf names a notification for logs.
-func kindOf(n Notification) string {
-	switch n.(type) {
-	case Add:
-		return "add"
-	case Update:
-		return "update"
-	case Delete:
-		return "delete"
-	default:
-		return fmt.Sprintf("%T", n)
-	}
-}

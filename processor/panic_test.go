@@ -1,38 +1,111 @@
 package processor
 
 import (
-	"errors"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
-// TestHandlerPanicIsRecovered: a panic in any handler method is recovered
-// and reported as ErrHandlerPanic; the notification is skipped, the listener
-// waits the panic backoff on its clock, then delivers later notifications.
-// An initial-list add that panicked still counts for HasSynced.
-func TestHandlerPanicIsRecovered(t *testing.T) {
-	for _, boom := range []Notification{
-		Add{Obj: "boom", IsInInitialList: true},
-		Update{Old: "boom", New: "boom"},
-		Delete{Obj: "boom"},
+// panicChildEnv makes the test binary run panicChild instead of the tests.
+const panicChildEnv = "PROCESSOR_PANIC_CHILD"
+
+// panicChild runs a processor whose handler panics, with utilruntime's
+// defaults. It must never return normally: the panic ends the process.
+func panicChild() {
+	utilruntime.PanicHandlers = append(utilruntime.PanicHandlers, func(context.Context, any) {
+		fmt.Fprintln(os.Stderr, "extra panic handler ran")
+	})
+	p := New(Options{})
+	if _, err := p.AddListener(&recorder{hook: func(event) { panic("handler bug") }}, ListenerOptions{UpstreamSynced: syncedUpstream()}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(3)
+	}
+	go p.Run(context.Background())
+	p.Distribute(Add{Obj: "boom"})
+	time.Sleep(time.Minute)
+	os.Exit(4) // the panic did not end the process
+}
+
+// TestHandlerPanicCrashesTheProcess: with utilruntime.ReallyCrash at its
+// default, a handler panic runs utilruntime.PanicHandlers and then ends the
+// process, as under client-go's listener.
+func TestHandlerPanicCrashesTheProcess(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), panicChildEnv+"=1")
+	out, err := cmd.CombinedOutput()
+	exitErr, ok := err.(*exec.ExitError)
+	if !ok || exitErr.ExitCode() != 2 {
+		t.Fatalf("child ended with %v, want a panic (exit code 2); output:\n%s", err, out)
+	}
+	for _, want := range []string{"extra panic handler ran", "Observed a panic", "panic: handler bug"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("child output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// panicCount counts the panics utilruntime.PanicHandlers saw.
+type panicCount struct {
+	mu     sync.Mutex
+	values []any
+}
+
+func (c *panicCount) Len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.values)
+}
+
+// surviveCrashes turns utilruntime.ReallyCrash off for the test, as a
+// process that wants to outlive handler panics does, and counts the panics
+// the PanicHandlers see.
+func surviveCrashes(t *testing.T) *panicCount {
+	t.Helper()
+	c := &panicCount{}
+	crash, handlers := utilruntime.ReallyCrash, utilruntime.PanicHandlers
+	utilruntime.ReallyCrash = false
+	utilruntime.PanicHandlers = append([]func(context.Context, any){}, handlers...)
+	utilruntime.PanicHandlers = append(utilruntime.PanicHandlers, func(_ context.Context, r any) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.values = append(c.values, r)
+	})
+	t.Cleanup(func() { utilruntime.ReallyCrash, utilruntime.PanicHandlers = crash, handlers })
+	return c
+}
+
+// TestHandlerPanicWithoutReallyCrash: with ReallyCrash off, a panic in any
+// handler method runs the PanicHandlers; the notification is skipped, the
+// listener waits the panic backoff on its clock, then delivers later
+// notifications, and survives repeated panics.
+func TestHandlerPanicWithoutReallyCrash(t *testing.T) {
+	for name, boom := range map[string]Notification{
+		"add":    Add{Obj: "boom"},
+		"update": Update{Old: "boom", New: "boom"},
+		"delete": Delete{Obj: "boom"},
 	} {
-		t.Run(kindOf(boom), func(t *testing.T) {
+		t.Run(name, func(t *testing.T) {
+			panics := surviveCrashes(t)
 			clk := testingclock.NewFakeClock(time.Now())
 			p := New(Options{Clock: clk})
-			errs := &errorLog{}
-			logger := errs.logger()
 			h := &recorder{hook: func(e event) {
 				if e.obj == "boom" {
 					panic("handler bug")
 				}
 			}}
-			l := addListener(t, p, h, ListenerOptions{Logger: &logger})
+			addListener(t, p, h, ListenerOptions{})
 			runProcessor(t, p)
 
-			p.Distribute(boom, false)
-			p.Distribute(Add{Obj: "after"}, false)
+			p.Distribute(boom)
+			p.Distribute(Add{Obj: "after"})
 			eventually(t, clk.HasWaiters, "the listener to wait out the panic backoff")
 			never(t, 50*time.Millisecond, func() bool { return h.Len() > 0 }, "delivered during the panic backoff")
 			clk.Step(DefaultPanicBackoff - time.Nanosecond)
@@ -42,14 +115,12 @@ func TestHandlerPanicIsRecovered(t *testing.T) {
 			if got := h.Events()[0]; got.obj != "after" {
 				t.Fatalf("got %v, want add(after)", got)
 			}
-			if got := errs.Errors(); len(got) != 1 || !errors.Is(got[0], ErrHandlerPanic) {
-				t.Fatalf("logged errors %v, want one ErrHandlerPanic", got)
+			if n := panics.Len(); n != 1 {
+				t.Fatalf("PanicHandlers saw %d panics, want 1", n)
 			}
-			eventually(t, l.HasSynced, "sync")
 
-			// And again: the listener survives repeated panics.
-			p.Distribute(boom, false)
-			p.Distribute(Add{Obj: "again"}, false)
+			p.Distribute(boom)
+			p.Distribute(Add{Obj: "again"})
 			eventually(t, clk.HasWaiters, "the second backoff")
 			clk.Step(DefaultPanicBackoff)
 			eventually(t, func() bool { return h.Len() == 2 }, "delivery after the second panic")
@@ -57,23 +128,32 @@ func TestHandlerPanicIsRecovered(t *testing.T) {
 	}
 }
 
-// TestPanicInInitialAddCountsAsDelivered: HasSynced turns true even though
-// the handler panicked on an initial-list add (client-go would stay unsynced
-// forever).
-func TestPanicInInitialAddCountsAsDelivered(t *testing.T) {
+// TestPanicInInitialAddLeavesListenerUnsynced: an initial-list add whose
+// handler panicked is not counted as delivered, so the listener's HasSynced
+// stays false while one that did not panic syncs, as in client-go.
+func TestPanicInInitialAddLeavesListenerUnsynced(t *testing.T) {
+	panics := surviveCrashes(t)
 	p := New(Options{PanicBackoff: -1})
-	h := &recorder{hook: func(event) { panic("always") }}
-	logger := (&errorLog{}).logger()
-	l := addListener(t, p, h, ListenerOptions{Logger: &logger})
+	up := newUpstream()
+	bad := addListener(t, p, &recorder{hook: func(e event) {
+		if e.obj == 1 {
+			panic("initial add")
+		}
+	}}, ListenerOptions{UpstreamSynced: up})
+	good := addListener(t, p, &recorder{}, ListenerOptions{UpstreamSynced: up})
 	runProcessor(t, p)
-	p.Distribute(Add{Obj: 1, IsInInitialList: true}, false)
-	p.Distribute(Add{Obj: 2, IsInInitialList: true}, false)
-	eventually(t, l.HasSynced, "sync after panicking initial adds")
+	p.Distribute(Add{Obj: 1, IsInInitialList: true})
+	p.Distribute(Add{Obj: 2, IsInInitialList: true})
+	up.markSynced()
+	eventually(t, good.HasSynced, "the other listener to sync")
+	eventually(t, func() bool { return panics.Len() == 1 }, "the panic")
+	never(t, 50*time.Millisecond, bad.HasSynced, "synced after a panicking initial add")
 }
 
 // TestNegativePanicBackoff: with a negative backoff the next notification is
 // delivered without waiting on the clock.
 func TestNegativePanicBackoff(t *testing.T) {
+	surviveCrashes(t)
 	clk := testingclock.NewFakeClock(time.Now())
 	p := New(Options{Clock: clk, PanicBackoff: -1})
 	h := &recorder{hook: func(e event) {
@@ -81,24 +161,23 @@ func TestNegativePanicBackoff(t *testing.T) {
 			panic("handler bug")
 		}
 	}}
-	logger := (&errorLog{}).logger()
-	addListener(t, p, h, ListenerOptions{Logger: &logger})
+	addListener(t, p, h, ListenerOptions{})
 	runProcessor(t, p)
-	p.Distribute(Add{Obj: "boom"}, false)
-	p.Distribute(Add{Obj: "after"}, false)
+	p.Distribute(Add{Obj: "boom"})
+	p.Distribute(Add{Obj: "after"})
 	eventually(t, func() bool { return h.Len() == 1 }, "delivery without backoff")
 }
 
 // TestRemoveDuringPanicBackoff: removal cuts a panic backoff short; the
 // handler goroutine exits without the clock moving.
 func TestRemoveDuringPanicBackoff(t *testing.T) {
+	surviveCrashes(t)
 	clk := testingclock.NewFakeClock(time.Now())
 	p := New(Options{Clock: clk})
 	h := &recorder{hook: func(event) { panic("always") }}
-	logger := (&errorLog{}).logger()
-	l := addListener(t, p, h, ListenerOptions{Logger: &logger})
+	l := addListener(t, p, h, ListenerOptions{})
 	runProcessor(t, p)
-	p.Distribute(Add{Obj: 1}, false)
+	p.Distribute(Add{Obj: 1})
 	eventually(t, clk.HasWaiters, "the panic backoff")
 	if err := p.RemoveListener(l); err != nil {
 		t.Fatal(err)

@@ -178,10 +178,11 @@ func (p *Processor) AddListener(handler cache.ResourceEventHandler, opts Listene
 // idempotent and safe to call concurrently with Distribute, but not from
 // l's own handler if the caller then waits on ShutdownChan.
 //
-// It returns ErrInvalidListener for a nil listener or one of another
-// processor.
+// A listener of another processor is not registered here: removing it does
+// nothing and returns nil, as client-go's informer does for a handle it does
+// not know. It returns ErrInvalidListener for a nil listener.
 func (p *Processor) RemoveListener(l *Listener) error {
-	if l == nil || l.processor != p {
+	if l == nil {
 		return ErrInvalidListener
 	}
 	p.listenersLock.Lock()
@@ -202,15 +203,24 @@ func (p *Processor) RemoveListener(l *Listener) error {
 	return nil
 }
 
-// Distribute queues n for every listener, or, if sync is true, only for the
-// listeners that the last ShouldResync found due (and listeners added since,
-// which start out due, as in client-go). It never waits for a handler. Before
-// Run, it waits until Run starts the listeners, as client-go's distribute
-// does; after the processor stopped it does nothing.
+// Distribute queues n for every listener. It never waits for a handler.
+// Before Run, it waits until Run starts the listeners, as client-go's
+// distribute does; after the processor stopped it does nothing.
 //
 // The informer must not call Distribute while it replays stored objects to a
 // new listener (see Listener.Add).
-func (p *Processor) Distribute(n Notification, sync bool) {
+func (p *Processor) Distribute(n Notification) {
+	p.distribute(n, false)
+}
+
+// DistributeSync queues n, a resync notification, only for the listeners
+// that the last ShouldResync found due, and for listeners added since, which
+// start out due, as in client-go. Otherwise it behaves as Distribute.
+func (p *Processor) DistributeSync(n Notification) {
+	p.distribute(n, true)
+}
+
+func (p *Processor) distribute(n Notification, onlyDue bool) {
 	if n == nil {
 		p.logger.Error(ErrNilNotification, "Dropping notification")
 		return
@@ -219,7 +229,7 @@ func (p *Processor) Distribute(n Notification, sync bool) {
 	defer p.listenersLock.RUnlock()
 
 	for l := range p.listeners {
-		if !sync || l.syncing {
+		if !onlyDue || l.syncing {
 			l.add(n)
 		}
 	}
@@ -311,4 +321,17 @@ func (p *Processor) NumListeners() int {
 	p.listenersLock.RLock()
 	defer p.listenersLock.RUnlock()
 	return len(p.listeners)
+}
+
+// MaxPending returns the largest backlog among the listeners: the
+// notifications given to one handler whose call has not started yet. It
+// measures how far the slowest handler lags behind the store.
+func (p *Processor) MaxPending() int {
+	p.listenersLock.RLock()
+	defer p.listenersLock.RUnlock()
+	n := 0
+	for l := range p.listeners {
+		n = max(n, l.Len())
+	}
+	return n
 }

@@ -170,8 +170,12 @@ func receivers(t *testing.T, p *Processor, recs map[string]*recorder, tag string
 	t.Helper()
 	marker := "marker " + tag
 	barrier := "barrier " + tag
-	p.Distribute(Update{Old: marker, New: marker}, sync)
-	p.Distribute(Add{Obj: barrier}, false)
+	if sync {
+		p.DistributeSync(Update{Old: marker, New: marker})
+	} else {
+		p.Distribute(Update{Old: marker, New: marker})
+	}
+	p.Distribute(Add{Obj: barrier})
 	var got []string
 	for name, r := range recs {
 		eventually(t, func() bool {

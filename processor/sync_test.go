@@ -29,7 +29,7 @@ func TestHasSyncedNeedsUpstreamAndInitialList(t *testing.T) {
 	t.Cleanup(func() { closeOnce(unblock) })
 
 	for i := range 3 {
-		p.Distribute(Add{Obj: i, IsInInitialList: true}, false)
+		p.Distribute(Add{Obj: i, IsInInitialList: true})
 	}
 	eventually(t, func() bool { return free.Len() == 3 }, "the free handler to get the initial list")
 	never(t, 50*time.Millisecond, lf.HasSynced, "synced before the upstream")
@@ -64,8 +64,8 @@ func TestHasSyncedIgnoresLiveAdds(t *testing.T) {
 	l := addListener(t, p, h, ListenerOptions{})
 	runProcessor(t, p)
 	t.Cleanup(func() { closeOnce(unblock) })
-	p.Distribute(Add{Obj: 1}, false)
-	p.Distribute(Update{Old: 1, New: 2}, false)
+	p.Distribute(Add{Obj: 1})
+	p.Distribute(Update{Old: 1, New: 2})
 	eventually(t, l.HasSynced, "sync with only live notifications pending")
 }
 

@@ -270,11 +270,13 @@ type metrics struct {
 	resumes   int
 	fallbacks int
 	backoffs  []time.Duration
+	failures  []error
+	closes    int
 }
 
 func (m metrics) String() string {
-	return fmt.Sprintf("relists=%v restarts=%d pages=%v resumes=%d fallbacks=%d backoffs=%v",
-		m.relists, m.restarts, m.pages, m.resumes, m.fallbacks, m.backoffs)
+	return fmt.Sprintf("relists=%v restarts=%d pages=%v resumes=%d fallbacks=%d backoffs=%v failures=%v closes=%d",
+		m.relists, m.restarts, m.pages, m.resumes, m.fallbacks, m.backoffs, m.failures, m.closes)
 }
 
 // recordingMetrics records every call of reflector.Metrics.
@@ -303,6 +305,11 @@ func (r *recordingMetrics) Backoff(d time.Duration) {
 	r.record(func(m *metrics) { m.backoffs = append(m.backoffs, d) })
 }
 
+func (r *recordingMetrics) ListWatchFailed(err error) {
+	r.record(func(m *metrics) { m.failures = append(m.failures, err) })
+}
+func (r *recordingMetrics) WatchClosed() { r.record(func(m *metrics) { m.closes++ }) }
+
 func (r *recordingMetrics) snapshot() metrics {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -310,5 +317,6 @@ func (r *recordingMetrics) snapshot() metrics {
 	m.relists = slices.Clone(m.relists)
 	m.pages = slices.Clone(m.pages)
 	m.backoffs = slices.Clone(m.backoffs)
+	m.failures = slices.Clone(m.failures)
 	return m
 }

@@ -29,7 +29,7 @@ func (r *Reflector) relist(ctx context.Context, reason RelistReason) (watchStrea
 	logger.V(2).Info("Relisting", "reason", reason, "lastSyncRV", r.LastSyncResourceVersion())
 	r.metrics.RelistStarted(reason)
 	if r.useWatchList {
-		w, err := r.watchList(ctx)
+		w, err := r.watchList(ctx, reason)
 		if err == nil || ctx.Err() != nil {
 			return w, err
 		}
@@ -38,14 +38,14 @@ func (r *Reflector) relist(ctx context.Context, reason RelistReason) (watchStrea
 		logger.V(2).Info("WatchList failed, falling back to a paged LIST", "err", err)
 		r.metrics.WatchListFallback()
 	}
-	return watchStream{}, r.pagedList(ctx)
+	return watchStream{}, r.pagedList(ctx, reason)
 }
 
 // pagedList runs a consistent paged LIST into the sink, starting over when a
 // continue token expires.
-func (r *Reflector) pagedList(ctx context.Context) error {
+func (r *Reflector) pagedList(ctx context.Context, reason RelistReason) error {
 	for restarts := 0; ; restarts++ {
-		err := r.listOnce(ctx)
+		err := r.listOnce(ctx, reason)
 		if !errors.Is(err, errContinueExpired) {
 			return err
 		}
@@ -64,9 +64,9 @@ func (r *Reflector) pagedList(ctx context.Context) error {
 // pages to the same snapshot. The LIST is a consistent read
 // (ResourceVersion=""): it never goes back in time, and it honors Limit,
 // unlike ResourceVersion="0" from the watch cache.
-func (r *Reflector) listOnce(ctx context.Context) error {
+func (r *Reflector) listOnce(ctx context.Context, reason RelistReason) error {
 	logger := klog.FromContext(ctx)
-	if err := r.sink.BeginRelist(); err != nil {
+	if err := r.sink.BeginRelist(string(reason)); err != nil {
 		return fmt.Errorf("%w: BeginRelist: %w", ErrSink, err)
 	}
 	opts := metav1.ListOptions{ResourceVersion: "", Limit: r.pageSize}

@@ -97,6 +97,11 @@ func TestUnusableRVRelistsInPages(t *testing.T) {
 				t.Errorf("LastSyncResourceVersion() = %q, want 300", got)
 			}
 			h.stop()
+			for _, c := range h.sink.Calls() {
+				if c.Op == rt.OpBeginRelist && c.Reason != string(tc.wantWhy) {
+					t.Errorf("BeginRelist got reason %q, want %q", c.Reason, tc.wantWhy)
+				}
+			}
 
 			m := h.metrics.snapshot()
 			if !slices.Equal(m.relists, []reflector.RelistReason{tc.wantWhy}) || !slices.Equal(m.pages, []int{2, 2, 1}) {

@@ -131,6 +131,13 @@ type Metrics interface {
 	WatchListFallback()
 	// Backoff is called before the reflector waits d after a failure.
 	Backoff(d time.Duration)
+	// ListWatchFailed is called with every error that ends a list or watch
+	// attempt, the ones the WatchErrorHandler receives.
+	ListWatchFailed(err error)
+	// WatchClosed is called when a watch ends without an error (the
+	// apiserver's timeout, or the stream closed); the reflector watches
+	// again from the last RV at once.
+	WatchClosed()
 }
 
 // NoopMetrics implements Metrics and ignores every call.
@@ -142,6 +149,8 @@ func (NoopMetrics) ListPage(int)               {}
 func (NoopMetrics) WatchResumed()              {}
 func (NoopMetrics) WatchListFallback()         {}
 func (NoopMetrics) Backoff(time.Duration)      {}
+func (NoopMetrics) ListWatchFailed(error)      {}
+func (NoopMetrics) WatchClosed()               {}
 
 // RelistReason says why the reflector relists; its values suit a metric label.
 type RelistReason string

@@ -252,8 +252,9 @@ func isColdResourceVersion(rv string) bool {
 	return rv == "" || rv == "0"
 }
 
-// reportError hands err to the WatchErrorHandler.
+// reportError counts err and hands it to the WatchErrorHandler.
 func (r *Reflector) reportError(ctx context.Context, err error) {
+	r.metrics.ListWatchFailed(err)
 	r.watchErrorHandler(ctx, r, err)
 }
 

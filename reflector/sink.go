@@ -22,9 +22,10 @@ type Sink interface {
 	// may persist rv once the events before it are applied.
 	Bookmark(rv string) error
 
-	// BeginRelist starts a relist. Called again before EndRelist, it starts the
-	// relist over: the sink forgets the pages it saw.
-	BeginRelist() error
+	// BeginRelist starts a relist for reason (a RelistReason). Called again
+	// before EndRelist, it starts the relist over: the sink forgets the pages
+	// it saw.
+	BeginRelist(reason string) error
 
 	// AddListPage hands over one page of the relist, objects in list order;
 	// the sink owns the slice and its objects.

@@ -67,6 +67,7 @@ func (r *Reflector) watch(ctx context.Context, resumed watchStream, afterRelist 
 		case ctx.Err() != nil:
 			return ""
 		case err == nil:
+			r.metrics.WatchClosed()
 			logger.V(4).Info("Watch closed, re-watching", "resourceVersion", r.LastSyncResourceVersion())
 			continue
 		}

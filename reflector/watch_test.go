@@ -92,8 +92,8 @@ func TestWatchClosedNormallyRewatchesFromLastRV(t *testing.T) {
 	h.stop()
 	expectNoLists(t, h.lw)
 	m := h.metrics.snapshot()
-	if len(m.backoffs) != 0 || m.resumes != 3 {
-		t.Errorf("metrics %v, want 3 resumed watches and no backoff", m)
+	if len(m.backoffs) != 0 || m.resumes != 3 || m.closes != 2 || len(m.failures) != 0 {
+		t.Errorf("metrics %v, want 3 resumed watches, 2 closes, no failure and no backoff", m)
 	}
 	if errs := h.errors(); len(errs) != 0 {
 		t.Errorf("errors reported for normal closes: %v", errs)
@@ -115,6 +115,9 @@ func TestVeryShortWatchBacksOff(t *testing.T) {
 	errs := h.errors()
 	if len(errs) != 1 || !errors.Is(errs[0], reflector.ErrVeryShortWatch) {
 		t.Errorf("reported errors %v, want ErrVeryShortWatch", errs)
+	}
+	if m := h.metrics.snapshot(); m.closes != 0 || len(m.failures) != 1 || !errors.Is(m.failures[0], reflector.ErrVeryShortWatch) {
+		t.Errorf("metrics %v, want one failure (ErrVeryShortWatch) and no close", m)
 	}
 }
 

@@ -25,7 +25,7 @@ import (
 // support the request, whether it refuses it or ignores sendInitialEvents:
 // the latter shows as an event other than ADDED before the annotated
 // bookmark (a plain bookmark, a MODIFIED) or a stream that ends without it.
-func (r *Reflector) watchList(ctx context.Context) (watchStream, error) {
+func (r *Reflector) watchList(ctx context.Context, reason RelistReason) (watchStream, error) {
 	opts := metav1.ListOptions{
 		// The most recent snapshot, as consistent as a quorum read.
 		ResourceVersion:      "",
@@ -38,7 +38,7 @@ func (r *Reflector) watchList(ctx context.Context) (watchStream, error) {
 	if err != nil {
 		return watchStream{}, fmt.Errorf("watch-list %s: %w", r.typeDescription, err)
 	}
-	rv, err := r.consumeInitialEvents(ctx, w)
+	rv, err := r.consumeInitialEvents(ctx, w, reason)
 	if err != nil {
 		w.Stop()
 		return watchStream{}, fmt.Errorf("watch-list %s: %w", r.typeDescription, err)
@@ -51,8 +51,8 @@ func (r *Reflector) watchList(ctx context.Context) (watchStream, error) {
 
 // consumeInitialEvents runs a relist from w's initial events and returns the
 // RV of the initial-events-end bookmark, after EndRelist accepted it.
-func (r *Reflector) consumeInitialEvents(ctx context.Context, w watch.Interface) (string, error) {
-	if err := r.sink.BeginRelist(); err != nil {
+func (r *Reflector) consumeInitialEvents(ctx context.Context, w watch.Interface, reason RelistReason) (string, error) {
+	if err := r.sink.BeginRelist(string(reason)); err != nil {
 		return "", fmt.Errorf("%w: BeginRelist: %w", ErrSink, err)
 	}
 	page := make([]any, 0, r.pageSize)

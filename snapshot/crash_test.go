@@ -15,7 +15,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -39,7 +39,7 @@ func runCrashChild(role string) int {
 	}
 	switch role {
 	case "save": // args: cache file, snapshot path
-		c := openCache(childTB{}, args[0], boltindexer.Options{})
+		c := openCache(childTB{}, args[0], cachefile.Options{})
 		stop := make(chan struct{})
 		_, wait := c.writers(childTB{}, stop, 150, 100)
 		defer func() { close(stop); wait() }()
@@ -126,7 +126,7 @@ func checkCacheFile(t testing.TB, path string) {
 	}
 	defer db.Close()
 	_ = db.View(func(tx *bolt.Tx) error {
-		for _, p := range boltindexer.CheckTx(tx, boltindexer.CheckOptions{}) {
+		for _, p := range cachefile.CheckTx(tx, cachefile.CheckOptions{}) {
 			t.Errorf("%s: %s", path, p)
 		}
 		return nil
@@ -139,7 +139,7 @@ func TestCrashDuringSave(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 8))
 			dir := t.TempDir()
 			cachePath, snap := filepath.Join(dir, "cache.db"), filepath.Join(dir, "snap")
-			c := openCache(t, cachePath, boltindexer.Options{NoSync: true})
+			c := openCache(t, cachePath, cachefile.Options{NoSync: true})
 			c.fill(t, 150, 100)
 			c.close(t)
 			done := crashChild(t, "save", []string{cachePath, snap}, rng, 500*time.Millisecond)
@@ -162,7 +162,7 @@ func TestCrashDuringRestore(t *testing.T) {
 	snaps := make([]string, 2)
 	hdrs := make([]snapshot.Header, 2)
 	for i, n := range []int{100, 200} {
-		c := openCache(t, filepath.Join(dir, fmt.Sprint("cache-", i)), boltindexer.Options{NoSync: true})
+		c := openCache(t, filepath.Join(dir, fmt.Sprint("cache-", i)), cachefile.Options{NoSync: true})
 		c.fill(t, n, 200)
 		snaps[i] = filepath.Join(dir, fmt.Sprint("snap-", i))
 		var err error
@@ -181,7 +181,7 @@ func TestCrashDuringRestore(t *testing.T) {
 			done := crashChild(t, "restore", append([]string{dst}, snaps...), rng, time.Second)
 			checkCacheFile(t, dst)
 			// Which snapshot is it? Compare with both headers.
-			db, err := boltindexer.OpenDB(dst, boltindexer.Options{ReadOnly: true})
+			db, err := cachefile.Open(dst, cachefile.Options{ReadOnly: true})
 			if err != nil {
 				t.Fatal(err)
 			}

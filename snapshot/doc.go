@@ -29,7 +29,7 @@
 //     which waits for every read transaction to end, and while it waits
 //     new read transactions queue behind it: a snapshot held that long
 //     stalls every reader and writer of the file until it ends. Open files
-//     that are snapshotted with boltindexer.Options.InitialMmapSize well
+//     that are snapshotted with cachefile.Options.InitialMmapSize well
 //     above their size (etcd's habit), save to a local file rather than a
 //     slow stream, and bound Save with a context: cancelling it ends the
 //     transaction at the next write.

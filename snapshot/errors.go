@@ -2,9 +2,6 @@ package snapshot
 
 import (
 	"errors"
-
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/internal/fileutil"
 )
 
 var (
@@ -19,11 +16,4 @@ var (
 	// ErrCorruptSnapshot means the header does not parse, or the cache file
 	// inside fails bbolt's or boltinformer's checks or disagrees with the header.
 	ErrCorruptSnapshot = errors.New("corrupt snapshot")
-	// ErrExists means the restore destination exists and Force was not set.
-	ErrExists = fileutil.ErrExists
-	// ErrNewerSchema means the snapshot holds a cache of a newer schema than
-	// this build supports (same as boltindexer.ErrNewerSchema).
-	ErrNewerSchema = boltindexer.ErrNewerSchema
-	// ErrLocked means another process holds the destination file (same as boltindexer.ErrLocked).
-	ErrLocked = boltindexer.ErrLocked
 )

@@ -13,7 +13,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // A snapshot file is, in order:
@@ -71,9 +71,9 @@ type StoreHeader struct {
 	Objects int `json:"objects"`
 	// Relisting is set when the snapshot caught the store in the middle of a
 	// relist: a restored store then relists before serving its RV.
-	Relisting     bool                  `json:"relisting,omitempty"`
-	Identity      *boltindexer.Identity `json:"identity,omitempty"`
-	IndexVersions map[string]string     `json:"indexVersions,omitempty"`
+	Relisting     bool                `json:"relisting,omitempty"`
+	Identity      *cachefile.Identity `json:"identity,omitempty"`
+	IndexVersions map[string]string   `json:"indexVersions,omitempty"`
 }
 
 // Report is what Status learns from a snapshot file.
@@ -90,7 +90,7 @@ type Report struct {
 }
 
 // headerFromInfo builds the header of a snapshot of a file.
-func headerFromInfo(fi boltindexer.FileInfo) Header {
+func headerFromInfo(fi cachefile.FileInfo) Header {
 	h := Header{
 		SchemaVersion: fi.SchemaVersion,
 		FileCreatedAt: fi.CreatedAt,

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -65,15 +66,15 @@ func pod(i int, rv uint64, pad int) *v1.Pod {
 // cache is an open file with its stores.
 type testCache struct {
 	path   string
-	db     *boltindexer.DB
+	db     *cachefile.DB
 	stores []*boltindexer.Store
 	// rv is the last resourceVersion handed out to a writer.
 	rv atomic.Uint64
 }
 
-func openCache(t testing.TB, path string, dbOpts boltindexer.Options) *testCache {
+func openCache(t testing.TB, path string, dbOpts cachefile.Options) *testCache {
 	t.Helper()
-	db, err := boltindexer.OpenDB(path, dbOpts)
+	db, err := cachefile.Open(path, dbOpts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +119,7 @@ func (c *testCache) batch(s *boltindexer.Store, rng *rand.Rand, keys, pad int) e
 	first := rng.IntN(keys)
 	if rng.IntN(3) == 0 {
 		victim := (first + upserts + rng.IntN(keys-upserts)) % keys
-		ops = append(ops, boltindexer.Op{Type: boltindexer.OpDelete, Obj: boltindexer.Tombstone(fmt.Sprintf("ns-%d/p-%04d", victim%3, victim), nil)})
+		ops = append(ops, boltindexer.Op{Type: boltindexer.OpDelete, Obj: cache.DeletedFinalStateUnknown{Key: fmt.Sprintf("ns-%d/p-%04d", victim%3, victim)}})
 	}
 	for j := 0; j < upserts; j++ {
 		ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: pod((first+j)%keys, rv, pad)})
@@ -188,7 +189,7 @@ func checkSnapshot(t testing.TB, snap string, hdr snapshot.Header) {
 // it against the snapshot's header.
 func checkRestored(t testing.TB, path string, hdr snapshot.Header) {
 	t.Helper()
-	c := openCache(t, path, boltindexer.Options{NoSync: true})
+	c := openCache(t, path, cachefile.Options{NoSync: true})
 	defer c.close(t)
 	if len(hdr.Stores) != len(storeNames) {
 		t.Fatalf("header lists %d stores", len(hdr.Stores))

@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -95,7 +96,7 @@ func TestLongHeldSnapshotFileGrowth(t *testing.T) {
 	)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cache.db")
-	c := openCache(t, path, boltindexer.Options{NoSync: true, InitialMmapSize: 256 << 20})
+	c := openCache(t, path, cachefile.Options{NoSync: true, InitialMmapSize: 256 << 20})
 	defer c.close(t)
 	c.fill(t, n, pad)
 	c.rewriteAll(t, n, pad, 1) // reach a steady state with a warm freelist
@@ -162,7 +163,7 @@ func TestLongHeldSnapshotStallsRemap(t *testing.T) {
 	)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cache.db")
-	c := openCache(t, path, boltindexer.Options{NoSync: true}) // bbolt's default mmap sizing
+	c := openCache(t, path, cachefile.Options{NoSync: true}) // bbolt's default mmap sizing
 	defer c.close(t)
 	c.fill(t, n, pad)
 

@@ -10,19 +10,17 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/internal/fileutil"
-	"github.com/boltinformer/boltinformer/internal/schema"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // RestoreOptions configure Restore.
 type RestoreOptions struct {
 	// Force replaces an existing file at the destination. A file in use by
 	// a process is never replaced: Restore holds its bbolt lock while it
-	// works and fails with ErrLocked if it cannot get it.
+	// works and fails with cachefile.ErrLocked if it cannot get it.
 	Force bool
 	// LockTimeout bounds the wait for that lock; zero means
-	// boltindexer.DefaultLockTimeout.
+	// cachefile.DefaultLockTimeout.
 	LockTimeout time.Duration
 	// NoSync skips fsync of the restored file and its directory (tests only).
 	NoSync bool
@@ -31,22 +29,22 @@ type RestoreOptions struct {
 // Restore writes the cache file held by the snapshot at snapshotPath to
 // dbPath. It copies the database into a temporary file next to dbPath while
 // computing the snapshot's SHA-256, refuses a mismatch (ErrChecksum), runs
-// bbolt's structural check and boltindexer.CheckTx on the copy and
+// bbolt's structural check and cachefile.CheckTx on the copy and
 // compares each store's RV and object count with the header
 // (ErrCorruptSnapshot), then fsyncs it and renames it to dbPath. After a
 // crash dbPath holds its old content (or nothing) or the whole restored
 // file; a "<dbPath>.restore-*" file may be left behind and is safe to
-// delete. An existing dbPath is refused with ErrExists unless opts.Force.
+// delete. An existing dbPath is refused with cachefile.ErrExists unless opts.Force.
 //
 // The restored file is an ordinary cache file at the snapshot's RVs: an
 // informer opened on it starts warm and resumes watching from each
 // store's RV, or relists (diffing against the restored objects) if the
 // apiserver no longer serves that RV. A snapshot of an older schema
 // restores as is and must then be migrated (package migrations); a newer
-// one is refused with ErrNewerSchema.
+// one is refused with cachefile.ErrNewerSchema.
 func Restore(snapshotPath, dbPath string, opts RestoreOptions) (Header, error) {
 	if opts.LockTimeout <= 0 {
-		opts.LockTimeout = boltindexer.DefaultLockTimeout
+		opts.LockTimeout = cachefile.DefaultLockTimeout
 	}
 	r, err := openSnapshot(snapshotPath)
 	if err != nil {
@@ -54,18 +52,18 @@ func Restore(snapshotPath, dbPath string, opts RestoreOptions) (Header, error) {
 	}
 	defer r.close()
 	hdr := r.header
-	if hdr.SchemaVersion > schema.Version {
+	if hdr.SchemaVersion > cachefile.Version {
 		return Header{}, fmt.Errorf("restore %s: %w: snapshot is schema v%d, this build supports up to v%d",
-			snapshotPath, ErrNewerSchema, hdr.SchemaVersion, schema.Version)
+			snapshotPath, cachefile.ErrNewerSchema, hdr.SchemaVersion, cachefile.Version)
 	}
-	if dbPath, err = fileutil.Resolve(dbPath); err != nil {
+	if dbPath, err = cachefile.Resolve(dbPath); err != nil {
 		return Header{}, err
 	}
 	// A node seeded from a peer's snapshot may not have the cache's directory yet.
 	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
 		return Header{}, fmt.Errorf("restore %s to %s: %w", snapshotPath, dbPath, err)
 	}
-	release, err := fileutil.ClaimDestination(dbPath, opts.Force, opts.LockTimeout)
+	release, err := cachefile.ClaimDestination(dbPath, opts.Force, opts.LockTimeout)
 	if err != nil {
 		return Header{}, fmt.Errorf("restore %s to %s: %w", snapshotPath, dbPath, err)
 	}
@@ -82,7 +80,7 @@ func Restore(snapshotPath, dbPath string, opts RestoreOptions) (Header, error) {
 	}
 	err = os.Rename(tmp, dbPath)
 	if err == nil && !opts.NoSync {
-		err = fileutil.SyncDir(filepath.Dir(dbPath))
+		err = cachefile.SyncDir(filepath.Dir(dbPath))
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
@@ -123,18 +121,18 @@ func checkRestored(path string, hdr Header) error {
 	}
 	defer db.Close()
 	return db.View(func(tx *bolt.Tx) error {
-		if err := fileutil.BoltCheck(tx); err != nil {
+		if err := cachefile.BoltCheck(tx); err != nil {
 			return fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
 		}
-		if hdr.SchemaVersion != schema.Version {
+		if hdr.SchemaVersion != cachefile.Version {
 			// An older layout: migrations checks the rest when it
 			// upgrades the file.
 			return nil
 		}
-		if ps := boltindexer.CheckTx(tx, boltindexer.CheckOptions{MaxProblems: 10, SkipBolt: true}); len(ps) > 0 {
+		if ps := cachefile.CheckTx(tx, cachefile.CheckOptions{MaxProblems: 10, SkipBolt: true}); len(ps) > 0 {
 			return fmt.Errorf("%w: %d problem(s), first: %s", ErrCorruptSnapshot, len(ps), ps[0])
 		}
-		fi, err := boltindexer.InfoTx(tx)
+		fi, err := cachefile.InfoTx(tx)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
 		}

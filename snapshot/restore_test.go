@@ -12,6 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -19,7 +20,7 @@ import (
 // closes it; it returns the snapshot's path and header.
 func savedSnapshot(t *testing.T, dir string, n int) (string, snapshot.Header) {
 	t.Helper()
-	c := openCache(t, filepath.Join(dir, "cache.db"), boltindexer.Options{NoSync: true})
+	c := openCache(t, filepath.Join(dir, "cache.db"), cachefile.Options{NoSync: true})
 	defer c.close(t)
 	c.fill(t, n, 0)
 	path := filepath.Join(dir, "snap")
@@ -41,7 +42,7 @@ func TestStatus(t *testing.T) {
 	if !rep.ChecksumValid || rep.Checksum != rep.Computed || len(rep.Checksum) != 64 || rep.Size != fi.Size() || rep.FormatVersion != snapshot.FormatVersion {
 		t.Fatalf("report %+v", rep)
 	}
-	if rep.Header.SchemaVersion != 1 || len(rep.Header.Stores) != 3 || rep.Header.TxID != hdr.TxID {
+	if rep.Header.SchemaVersion != cachefile.Version || len(rep.Header.Stores) != 3 || rep.Header.TxID != hdr.TxID {
 		t.Fatalf("header %+v", rep.Header)
 	}
 	for i, s := range rep.Header.Stores {
@@ -72,7 +73,7 @@ func TestRestoreOpensWarm(t *testing.T) {
 		t.Fatalf("restored file mode %v", fi.Mode().Perm())
 	}
 	// The informer resumes: a newer event applies, an old one is a no-op.
-	s, err := boltindexer.Open(dst, storeNames[0], boltindexer.Options{NoSync: true}, storeOpts())
+	s, err := boltindexer.Open(dst, storeNames[0], cachefile.Options{NoSync: true}, storeOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestRestoreCrossChecksHeader(t *testing.T) {
 	}{
 		{"rv", func(h *snapshot.Header) { h.Stores[1].RV = "1" }, snapshot.ErrCorruptSnapshot},
 		{"count", func(h *snapshot.Header) { h.Stores[0].Objects++ }, snapshot.ErrCorruptSnapshot},
-		{"newer schema", func(h *snapshot.Header) { h.SchemaVersion = 9 }, snapshot.ErrNewerSchema},
+		{"newer schema", func(h *snapshot.Header) { h.SchemaVersion = 9 }, cachefile.ErrNewerSchema},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			forged := filepath.Join(dir, "forged-"+tc.name)
@@ -226,7 +227,7 @@ func TestRestoreOntoExistingFile(t *testing.T) {
 	if err := os.WriteFile(dst, []byte("keep me"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := snapshot.Restore(snap, dst, snapshot.RestoreOptions{NoSync: true}); !errors.Is(err, snapshot.ErrExists) {
+	if _, err := snapshot.Restore(snap, dst, snapshot.RestoreOptions{NoSync: true}); !errors.Is(err, cachefile.ErrExists) {
 		t.Fatalf("err %v, want ErrExists", err)
 	}
 	if b, _ := os.ReadFile(dst); string(b) != "keep me" {
@@ -238,13 +239,13 @@ func TestRestoreOntoExistingFile(t *testing.T) {
 	checkRestored(t, dst, hdr)
 
 	// A file in use is never replaced, even forced.
-	db, err := boltindexer.OpenDB(dst, boltindexer.Options{NoSync: true})
+	db, err := cachefile.Open(dst, cachefile.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
 	_, err = snapshot.Restore(snap, dst, snapshot.RestoreOptions{NoSync: true, Force: true, LockTimeout: 50e6})
-	if !errors.Is(err, snapshot.ErrLocked) {
+	if !errors.Is(err, cachefile.ErrLocked) {
 		t.Fatalf("err %v, want ErrLocked", err)
 	}
 	if got := leftovers(t, dir); len(got) != 0 {

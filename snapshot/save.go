@@ -13,8 +13,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/internal/fileutil"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // SaveOptions configure Save and SaveTo.
@@ -31,7 +30,7 @@ type SaveOptions struct {
 // transaction began. The transaction lasts as long as w takes to accept
 // the copy, and a long one has costs (see the package documentation): a
 // cancelled ctx ends it at the next write to w.
-func SaveTo(ctx context.Context, db *boltindexer.DB, w io.Writer, opts SaveOptions) (Header, error) {
+func SaveTo(ctx context.Context, db *cachefile.DB, w io.Writer, opts SaveOptions) (Header, error) {
 	hdr, err := saveTo(ctx, db, w, opts)
 	if err != nil {
 		return Header{}, fmt.Errorf("snapshot %s: %w", db.Path(), err)
@@ -39,13 +38,13 @@ func SaveTo(ctx context.Context, db *boltindexer.DB, w io.Writer, opts SaveOptio
 	return hdr, nil
 }
 
-func saveTo(ctx context.Context, db *boltindexer.DB, w io.Writer, opts SaveOptions) (Header, error) {
+func saveTo(ctx context.Context, db *cachefile.DB, w io.Writer, opts SaveOptions) (Header, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	var hdr Header
 	err := db.View(func(tx *bolt.Tx) error {
-		fi, err := boltindexer.InfoTx(tx)
+		fi, err := cachefile.InfoTx(tx)
 		if err != nil {
 			return err
 		}
@@ -85,8 +84,8 @@ func saveTo(ctx context.Context, db *boltindexer.DB, w io.Writer, opts SaveOptio
 // new snapshot, never part of one. An existing snapshot at path is
 // replaced. A crash can leave a "<path>.tmp-*" file behind, which is safe
 // to delete. The file is created with mode 0600: it holds the whole cache.
-func Save(ctx context.Context, db *boltindexer.DB, path string, opts SaveOptions) (Header, error) {
-	path, err := fileutil.Resolve(path)
+func Save(ctx context.Context, db *cachefile.DB, path string, opts SaveOptions) (Header, error) {
+	path, err := cachefile.Resolve(path)
 	if err != nil {
 		return Header{}, err
 	}
@@ -100,7 +99,7 @@ func Save(ctx context.Context, db *boltindexer.DB, path string, opts SaveOptions
 		err = os.Rename(tmp, path)
 	}
 	if err == nil && !opts.NoSync {
-		err = fileutil.SyncDir(filepath.Dir(path))
+		err = cachefile.SyncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
@@ -110,7 +109,7 @@ func Save(ctx context.Context, db *boltindexer.DB, path string, opts SaveOptions
 }
 
 // save fills and closes f.
-func save(ctx context.Context, db *boltindexer.DB, f *os.File, opts SaveOptions) (Header, error) {
+func save(ctx context.Context, db *cachefile.DB, f *os.File, opts SaveOptions) (Header, error) {
 	bw := bufio.NewWriterSize(f, 1<<20)
 	hdr, err := saveTo(ctx, db, bw, opts)
 	if err == nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -25,7 +25,7 @@ func saveOpts() snapshot.SaveOptions {
 // every store passing Verify and its RV equal to its newest object's.
 func TestSaveUnderConcurrentWrites(t *testing.T) {
 	dir := t.TempDir()
-	c := openCache(t, filepath.Join(dir, "cache.db"), boltindexer.Options{NoSync: true})
+	c := openCache(t, filepath.Join(dir, "cache.db"), cachefile.Options{NoSync: true})
 	defer c.close(t)
 	c.fill(t, 200, 200)
 	stop := make(chan struct{})
@@ -66,7 +66,7 @@ func TestSaveUnderConcurrentWrites(t *testing.T) {
 		t.Fatalf("writers committed only %d batches", commits.Load())
 	}
 	for _, s := range snaps {
-		if !s.hdr.TakenAt.Equal(takenAt) || s.hdr.Source != c.path || s.hdr.SchemaVersion != 1 {
+		if !s.hdr.TakenAt.Equal(takenAt) || s.hdr.Source != c.path || s.hdr.SchemaVersion != cachefile.Version {
 			t.Fatalf("header %+v", s.hdr)
 		}
 		checkSnapshot(t, s.path, s.hdr)
@@ -78,7 +78,7 @@ func TestSaveUnderConcurrentWrites(t *testing.T) {
 
 func TestSaveCancelled(t *testing.T) {
 	dir := t.TempDir()
-	c := openCache(t, filepath.Join(dir, "cache.db"), boltindexer.Options{NoSync: true})
+	c := openCache(t, filepath.Join(dir, "cache.db"), cachefile.Options{NoSync: true})
 	defer c.close(t)
 	c.fill(t, 50, 0)
 	ctx, cancel := context.WithCancel(background())
@@ -99,7 +99,7 @@ func TestSaveCancelled(t *testing.T) {
 // whole.
 func TestSaveReplacesAtomically(t *testing.T) {
 	dir := t.TempDir()
-	c := openCache(t, filepath.Join(dir, "cache.db"), boltindexer.Options{NoSync: true})
+	c := openCache(t, filepath.Join(dir, "cache.db"), cachefile.Options{NoSync: true})
 	defer c.close(t)
 	c.fill(t, 20, 0)
 	path := filepath.Join(dir, "snap")
@@ -126,9 +126,9 @@ func TestSaveReplacesAtomically(t *testing.T) {
 
 func TestSaveClosedDB(t *testing.T) {
 	dir := t.TempDir()
-	c := openCache(t, filepath.Join(dir, "cache.db"), boltindexer.Options{NoSync: true})
+	c := openCache(t, filepath.Join(dir, "cache.db"), cachefile.Options{NoSync: true})
 	c.close(t)
-	if _, err := snapshot.Save(background(), c.db, filepath.Join(dir, "snap"), saveOpts()); !errors.Is(err, boltindexer.ErrClosed) {
+	if _, err := snapshot.Save(background(), c.db, filepath.Join(dir, "snap"), saveOpts()); !errors.Is(err, cachefile.ErrClosed) {
 		t.Fatalf("err %v, want ErrClosed", err)
 	}
 	if got := leftovers(t, dir); len(got) != 0 {

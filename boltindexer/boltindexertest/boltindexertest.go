@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // VerifyEnv, when set to 0, skips the per-record IndexFunc check in
@@ -23,7 +24,7 @@ const VerifyEnv = "BOLTINFORMER_VERIFY"
 func Open(t testing.TB, name string, opts boltindexer.StoreOptions) *boltindexer.Store {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "cache.db")
-	s, err := boltindexer.Open(path, name, boltindexer.Options{NoSync: true}, opts)
+	s, err := boltindexer.Open(path, name, cachefile.Options{NoSync: true}, opts)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -60,7 +61,7 @@ func CheckFile(t testing.TB, path string) {
 	}
 	defer b.Close()
 	err = b.View(func(tx *bolt.Tx) error {
-		for _, p := range boltindexer.CheckTx(tx, boltindexer.CheckOptions{}) {
+		for _, p := range cachefile.CheckTx(tx, cachefile.CheckOptions{}) {
 			t.Errorf("check %s: %s", path, p)
 		}
 		return nil

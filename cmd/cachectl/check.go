@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/admin"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
@@ -145,7 +146,7 @@ func (o *checkOptions) runSocket(ctx context.Context, e *env) error {
 	if _, err := snapshot.Restore(snap, db, snapshot.RestoreOptions{NoSync: true}); err != nil {
 		return fmt.Errorf("%w: the snapshot taken through %s does not restore: %v", errCheckFailed, o.source.socket, err)
 	}
-	l, err := admin.OpenFile(db, boltindexer.Options{ReadOnly: true})
+	l, err := admin.OpenFile(db, cachefile.Options{ReadOnly: true})
 	if err != nil {
 		return err
 	}
@@ -170,7 +171,7 @@ func checkDB(ctx context.Context, e *env, l *admin.Local, path string, maxProble
 	prog := e.newProgress("checking pages, records and index entries", 0, false)
 	stop := prog.tick()
 	err = l.DB().View(func(tx *bolt.Tx) error {
-		for _, p := range boltindexer.CheckTx(tx, boltindexer.CheckOptions{MaxProblems: maxProblems}) {
+		for _, p := range cachefile.CheckTx(tx, cachefile.CheckOptions{MaxProblems: maxProblems}) {
 			rep.add(p.String())
 		}
 		return nil
@@ -227,7 +228,7 @@ func verdict(problems int) string {
 // checkStore decodes every object of one store and, when every stored
 // index has a known IndexFunc, verifies the index values. It returns what
 // it checked, for the report.
-func checkStore(ctx context.Context, db *boltindexer.DB, s admin.StoreInfo, rep *checkReport, prog *progress) (string, error) {
+func checkStore(ctx context.Context, db *cachefile.DB, s admin.StoreInfo, rep *checkReport, prog *progress) (string, error) {
 	indexers := cache.Indexers{}
 	var unknown []string
 	for n := range s.Indexes {
@@ -291,6 +292,6 @@ func checkStore(ctx context.Context, db *boltindexer.DB, s admin.StoreInfo, rep 
 var errStopWalk = errors.New("stop")
 
 // knownType reports whether client-go's scheme knows a store's kind.
-func knownType(id *boltindexer.Identity) bool {
+func knownType(id *cachefile.Identity) bool {
 	return id != nil && id.Kind != "" && scheme.Scheme.Recognizes(schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind})
 }

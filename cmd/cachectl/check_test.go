@@ -7,8 +7,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
-	"github.com/boltinformer/boltinformer/internal/schema"
 )
 
 func TestCheckOK(t *testing.T) {
@@ -72,7 +72,7 @@ func screen(output string) string {
 // with problems found too.
 func TestCheckProgressErased(t *testing.T) {
 	for _, path := range []string{largeFile, corrupt(t, func(pods *bolt.Bucket) error {
-		return pods.Bucket(schema.ObjectsBucket).Put([]byte("default/web-1"), []byte("garbage"))
+		return pods.Bucket(cachefile.ObjectsBucket).Put([]byte("default/web-1"), []byte("garbage"))
 	})} {
 		piped := cachectl(t, "check", "--db", path)
 		r := cachectlWith(t, runOpts{terminal: true, oneTerminal: true}, "check", "--db", path)
@@ -92,10 +92,10 @@ func TestCheckProgressErased(t *testing.T) {
 func TestCheckCountsOnce(t *testing.T) {
 	for name, fn := range map[string]func(*bolt.Tx) error{
 		"corrupt record": func(tx *bolt.Tx) error {
-			return tx.Bucket(schema.StoresBucket).Bucket([]byte(admintest.SecretStore)).Bucket(schema.ObjectsBucket).Put([]byte("default/db-password"), []byte("garbage"))
+			return tx.Bucket(cachefile.StoresBucket).Bucket([]byte(admintest.SecretStore)).Bucket(cachefile.ObjectsBucket).Put([]byte("default/db-password"), []byte("garbage"))
 		},
 		"stale index value": func(tx *bolt.Tx) error {
-			return tx.Bucket(schema.StoresBucket).Bucket([]byte(admintest.SecretStore)).Bucket(schema.IndexBucket).Bucket([]byte("namespace")).Put([]byte("zzz\x00default/db-password"), nil)
+			return tx.Bucket(cachefile.StoresBucket).Bucket([]byte(admintest.SecretStore)).Bucket(cachefile.IndexBucket).Bucket([]byte("namespace")).Put([]byte("zzz\x00default/db-password"), nil)
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -130,7 +130,7 @@ func corrupt(t *testing.T, fn func(pods *bolt.Bucket) error) string {
 	}
 	defer db.Close()
 	if err := db.Update(func(tx *bolt.Tx) error {
-		return fn(tx.Bucket(schema.StoresBucket).Bucket([]byte(admintest.PodStore)))
+		return fn(tx.Bucket(cachefile.StoresBucket).Bucket([]byte(admintest.PodStore)))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -144,16 +144,16 @@ func TestCheckFindsProblems(t *testing.T) {
 		want string
 	}{
 		{"stale index value", func(pods *bolt.Bucket) error {
-			return pods.Bucket(schema.IndexBucket).Bucket([]byte("node")).Put([]byte("node-9\x00default/web-0"), nil)
+			return pods.Bucket(cachefile.IndexBucket).Bucket([]byte("node")).Put([]byte("node-9\x00default/web-0"), nil)
 		}, `store v1/Pod key "default/web-0": index "node" has stale value "node-9"`},
 		{"index entry without object", func(pods *bolt.Bucket) error {
-			return pods.Bucket(schema.IndexBucket).Bucket([]byte("node")).Put([]byte("node-1\x00default/ghost"), nil)
+			return pods.Bucket(cachefile.IndexBucket).Bucket([]byte("node")).Put([]byte("node-1\x00default/ghost"), nil)
 		}, `index "node" value "node-1" points to a missing object`},
 		{"corrupt record", func(pods *bolt.Bucket) error {
-			return pods.Bucket(schema.ObjectsBucket).Put([]byte("default/web-1"), []byte("garbage"))
+			return pods.Bucket(cachefile.ObjectsBucket).Put([]byte("default/web-1"), []byte("garbage"))
 		}, `store v1/Pod key "default/web-1": corrupt record`},
 		{"bad stored rv", func(pods *bolt.Bucket) error {
-			return pods.Bucket(schema.StateBucket).Put(schema.StateRV, []byte("abc"))
+			return pods.Bucket(cachefile.StateBucket).Put(cachefile.StateRV, []byte("abc"))
 		}, `stored resourceVersion "abc" does not parse`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,7 +171,7 @@ func TestCheckFindsProblems(t *testing.T) {
 
 func TestCheckMaxProblems(t *testing.T) {
 	path := corrupt(t, func(pods *bolt.Bucket) error {
-		ib := pods.Bucket(schema.IndexBucket).Bucket([]byte("node"))
+		ib := pods.Bucket(cachefile.IndexBucket).Bucket([]byte("node"))
 		for _, k := range []string{"a", "b", "c", "d"} {
 			if err := ib.Put([]byte("x\x00"+k), nil); err != nil {
 				return err

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
 )
 
@@ -227,7 +228,7 @@ func kindsFixture() map[schema.GroupVersionKind][]runtime.Object {
 func writeKindsFixture(t testing.TB) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "kinds.db")
-	db, err := boltindexer.OpenDB(path, boltindexer.Options{NoSync: true, Now: func() time.Time { return admintest.Now }})
+	db, err := cachefile.Open(path, cachefile.Options{NoSync: true, Now: func() time.Time { return admintest.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +241,7 @@ func writeKindsFixture(t testing.TB) string {
 			plural = "ingresses"
 		}
 		st, err := boltindexer.New(db, strings.TrimSuffix(gvk.Kind+"."+gvk.Version+"."+gvk.Group, "."), boltindexer.StoreOptions{Object: objs[0].DeepCopyObject(),
-			Identity: &boltindexer.Identity{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Resource: plural}})
+			Identity: &cachefile.Identity{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Resource: plural}})
 		if err != nil {
 			t.Fatal(err)
 		}

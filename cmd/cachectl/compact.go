@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/migrations"
 )
 
@@ -79,8 +80,8 @@ func (o *compactOptions) run(ctx context.Context, e *env) error {
 		if errors.Is(err, context.Canceled) {
 			return newError(errInterrupted, "compact interrupted: %s is unchanged and the partial copy was removed", rep.Dst)
 		}
-		if errors.Is(err, migrations.ErrExists) {
-			return newError(migrations.ErrExists, "%s exists (use --force to replace it)", o.to)
+		if errors.Is(err, cachefile.ErrExists) {
+			return newError(cachefile.ErrExists, "%s exists (use --force to replace it)", o.to)
 		}
 		return o.lock.openError(err)
 	}

@@ -4,9 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 )
 
 var (
@@ -23,6 +27,9 @@ var (
 	errCheckFailed = errors.New("check failed")
 	// errInterrupted means SIGINT or SIGTERM stopped the command (exit 130).
 	errInterrupted = errors.New("interrupted")
+	// errServer means the apiserver refused a request or could not be
+	// reached; the message is kubectl's and is printed without "error: ".
+	errServer = errors.New("server error")
 )
 
 // usageError is a usage error with the command whose help explains it.
@@ -80,4 +87,34 @@ func exitCode(err error) int {
 // oneLine flattens an error message to one line.
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+}
+
+// serverError describes err as kubectl does when it comes from the
+// apiserver (a Status) or from reaching it (a *url.Error); any other error
+// is returned as it is.
+func serverError(err error) error {
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		s := status.Status()
+		switch {
+		case s.Reason == metav1.StatusReasonUnauthorized:
+			return newError(errServer, "error: You must be logged in to the server (%s)", s.Message)
+		case s.Reason != "":
+			return newError(errServer, "Error from server (%s): %s", s.Reason, s.Message)
+		default:
+			return newError(errServer, "Error from server: %s", s.Message)
+		}
+	}
+	var urlErr *url.Error
+	if errors.As(err, &urlErr) {
+		host := urlErr.URL
+		if u, perr := url.Parse(urlErr.URL); perr == nil {
+			host = u.Host
+		}
+		if utilnet.IsConnectionRefused(urlErr.Err) {
+			return newError(errServer, "The connection to the server %s was refused - did you specify the right host or port?", host)
+		}
+		return newError(errServer, "Unable to connect to the server: %v", urlErr.Err)
+	}
+	return err
 }

@@ -10,8 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/internal/schema"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // TestBadFiles runs every read command against files it must refuse: each
@@ -48,10 +47,10 @@ func TestBadFiles(t *testing.T) {
 		parts []string
 	}{
 		{"missing", filepath.Join(dir, "missing.db"), []string{"missing.db does not exist"}},
-		{"text file", notBolt, []string{"notes.txt", "not a bbolt cache file"}},
-		{"garbage", garbage, []string{"garbage.db", "not a bbolt cache file"}},
+		{"text file", notBolt, []string{"notes.txt", "not a boltinformer cache file"}},
+		{"garbage", garbage, []string{"garbage.db", "not a boltinformer cache file"}},
 		{"newer schema", newer, []string{"newer schema", "v99", "use a newer cachectl"}},
-		{"bbolt file of someone else", bare, []string{"bare.db"}},
+		{"bbolt file of someone else", bare, []string{"bare.db", "not a boltinformer cache file", "\"other\""}},
 	} {
 		for _, cmd := range [][]string{{"get", "pods"}, {"info"}, {"check"}} {
 			t.Run(tc.name+"/"+cmd[0], func(t *testing.T) {
@@ -76,7 +75,7 @@ func setSchemaVersion(t *testing.T, path, v string) {
 	}
 	defer db.Close()
 	if err := db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(schema.MetaBucket).Put(schema.MetaSchemaVersion, []byte(v))
+		return tx.Bucket(cachefile.MetaBucket).Put(cachefile.MetaSchemaVersion, []byte(v))
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +85,7 @@ func setSchemaVersion(t *testing.T, path, v string) {
 // within --timeout, names the socket option, and never hangs.
 func TestLockedFile(t *testing.T) {
 	path := copyFile(t, fixtureFile)
-	db, err := boltindexer.OpenDB(path, boltindexer.Options{NoSync: true})
+	db, err := cachefile.Open(path, cachefile.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}

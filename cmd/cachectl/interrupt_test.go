@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
 )
 
@@ -142,7 +143,7 @@ func TestMigrateInterrupted(t *testing.T) {
 	}
 	unchanged(t, path, before)
 	noLeftovers(t, dir, "v0.db")
-	if r := cachectl(t, "migrate", "--db", path).ok(t); !strings.Contains(r.stdout, "schema v0 → v1") {
+	if r := cachectl(t, "migrate", "--db", path).ok(t); !strings.Contains(r.stdout, fmt.Sprintf("schema v0 → v%d", cachefile.Version)) {
 		t.Errorf("migrate after the interrupt: %q", r.stdout)
 	}
 	cachectl(t, "check", "--db", path).ok(t)

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/term"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/klog/v2"
 )
 
 func main() {
@@ -20,6 +21,7 @@ func main() {
 		streams:    genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
 		now:        time.Now,
 		isTerminal: isTerminal,
+		setKlog:    setKlogGlobals,
 	}, os.Args[1:])
 	stop()
 	os.Exit(code)
@@ -35,6 +37,9 @@ type env struct {
 	now func() time.Time
 	// isTerminal reports whether w is a terminal; progress is shown only then.
 	isTerminal func(w io.Writer) bool
+	// setKlog, if set, makes a long-running command's logger klog's global
+	// one, with its verbosity.
+	setKlog func(logger klog.Logger, verbosity int)
 }
 
 func isTerminal(w io.Writer) bool {

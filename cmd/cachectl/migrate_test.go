@@ -36,13 +36,13 @@ func TestMigrate(t *testing.T) {
 
 	before := stateOf(t, path)
 	r := cachectl(t, "migrate", "--dry-run", "--db", path).ok(t)
-	if !strings.Contains(r.stdout, "schema v0 → v1") || !strings.Contains(r.stdout, "dry run: nothing was written") {
+	if !strings.Contains(r.stdout, "schema v0 → v2") || !strings.Contains(r.stdout, "dry run: nothing was written") {
 		t.Errorf("dry run: %q", r.stdout)
 	}
 	unchanged(t, path, before)
 
 	r = cachectl(t, "migrate", "--db", path).ok(t)
-	if !strings.Contains(r.stdout, "schema v0 → v1") {
+	if !strings.Contains(r.stdout, "schema v0 → v2") {
 		t.Errorf("migrate: %q", r.stdout)
 	}
 	cachectl(t, "check", "--db", path).ok(t)
@@ -55,7 +55,7 @@ func TestMigrate(t *testing.T) {
 func TestMigrateFixtureIsCurrent(t *testing.T) {
 	before := stateOf(t, fixtureFile)
 	r := cachectl(t, "migrate", "--dry-run", "--db", fixtureFile).ok(t)
-	if !strings.Contains(r.stdout, "schema v1, nothing to migrate") {
+	if !strings.Contains(r.stdout, "schema v2, nothing to migrate") {
 		t.Errorf("%q", r.stdout)
 	}
 	unchanged(t, fixtureFile, before)
@@ -67,7 +67,7 @@ func TestMigrateFixtureIsCurrent(t *testing.T) {
 // prints versions) as well as "0".
 func TestMigrateToVersionAsInfoPrintsIt(t *testing.T) {
 	path := copyFile(t, fixtureFile)
-	for _, tc := range []struct{ target, want string }{{"v0", "schema v1 → v0"}, {"1", "schema v0 → v1"}, {"0", "schema v1 → v0"}, {"v1", "schema v0 → v1"}} {
+	for _, tc := range []struct{ target, want string }{{"v0", "schema v2 → v0"}, {"1", "schema v0 → v1"}, {"0", "schema v1 → v0"}, {"v2", "schema v0 → v2"}} {
 		r := cachectl(t, "migrate", "--to-version", tc.target, "--db", path).ok(t)
 		if !strings.Contains(r.stdout, tc.want) {
 			t.Errorf("--to-version %s: %q, want %q", tc.target, r.stdout, tc.want)

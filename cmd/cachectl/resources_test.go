@@ -8,19 +8,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // TestTwoStoresOfOneResource: informers with different selectors cache
 // Pods in two stores; get asks which one, and --store picks it.
 func TestTwoStoresOfOneResource(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "two.db")
-	db, err := boltindexer.OpenDB(path, boltindexer.Options{NoSync: true})
+	db, err := cachefile.Open(path, cachefile.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, st := range []struct{ name, ns, pod string }{{"Pod.v1.team-a", "team-a", "a-0"}, {"Pod.v1.team-b", "team-b", "b-0"}} {
 		s, err := boltindexer.New(db, st.name, boltindexer.StoreOptions{Object: &v1.Pod{},
-			Identity: &boltindexer.Identity{Version: "v1", Kind: "Pod", Namespace: st.ns}})
+			Identity: &cachefile.Identity{Version: "v1", Kind: "Pod", Namespace: st.ns}})
 		if err != nil {
 			t.Fatal(err)
 		}

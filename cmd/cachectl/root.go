@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -82,12 +83,16 @@ process's admin socket with --socket PATH instead; the output is the same.`,
 }
 
 // run executes the command line args and returns the exit code, printing
-// an error as one line on stderr.
+// an error as one line on stderr: "error: …", or, for the apiserver's
+// errors, kubectl's line ("Error from server (BadRequest): …").
 func run(ctx context.Context, e *env, args []string) int {
 	root := newRootCommand(e)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
-	if err != nil {
+	switch {
+	case errors.Is(err, errServer):
+		fmt.Fprintln(e.streams.ErrOut, oneLine(err))
+	case err != nil:
 		fmt.Fprintf(e.streams.ErrOut, "error: %s\n", oneLine(err))
 	}
 	return exitCode(err)

@@ -2,8 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 func TestHelp(t *testing.T) {
@@ -95,17 +98,17 @@ func TestPluginName(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	r := cachectl(t, "version").ok(t)
-	if !strings.HasPrefix(r.stdout, "Client Version: ") || !strings.Contains(r.stdout, "Schema Version: v1 (reads and writes v1; migrates from v0)\n") {
+	if !strings.HasPrefix(r.stdout, "Client Version: ") || !strings.Contains(r.stdout, fmt.Sprintf("Schema Version: v%d (reads and writes v%[1]d; migrates from v0)\n", cachefile.Version)) {
 		t.Errorf("text: %q", r.stdout)
 	}
 	var v versionInfo
 	if err := json.Unmarshal([]byte(cachectl(t, "version", "-o", "json").ok(t).stdout), &v); err != nil {
 		t.Fatal(err)
 	}
-	if v.Schema.Current != 1 || v.Schema.OldestMigratable != 0 || v.ClientVersion.GitVersion == "" || v.ClientVersion.Writer != "boltinformer/v1" {
+	if v.Schema.Current != cachefile.Version || v.Schema.OldestMigratable != 0 || v.ClientVersion.GitVersion == "" || v.ClientVersion.Writer != cachefile.WriterVersion {
 		t.Errorf("json: %+v", v)
 	}
-	if r := cachectl(t, "version", "-o", "yaml").ok(t); !strings.Contains(r.stdout, "schemaVersion:\n  current: 1\n  oldestMigratable: 0\n") {
+	if r := cachectl(t, "version", "-o", "yaml").ok(t); !strings.Contains(r.stdout, fmt.Sprintf("schemaVersion:\n  current: %d\n  oldestMigratable: 0\n", cachefile.Version)) {
 		t.Errorf("yaml: %q", r.stdout)
 	}
 	cachectl(t, "version", "-o", "xml").failed(t, 2, `unknown output format "xml"`)

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -60,11 +60,11 @@ func (o *snapshotRestoreOptions) run(e *env, file string) error {
 	stop()
 	prog.finish()
 	if err != nil {
-		if errors.Is(err, snapshot.ErrExists) {
-			return newError(snapshot.ErrExists, "%s exists (use --force to replace it)", o.lock.db)
+		if errors.Is(err, cachefile.ErrExists) {
+			return newError(cachefile.ErrExists, "%s exists (use --force to replace it)", o.lock.db)
 		}
-		if errors.Is(err, boltindexer.ErrLocked) {
-			return newError(boltindexer.ErrLocked, "%s is in use by another process (waited %s); stop it before restoring over its file", o.lock.db, o.lock.timeout)
+		if errors.Is(err, cachefile.ErrLocked) {
+			return newError(cachefile.ErrLocked, "%s is in use by another process (waited %s); stop it before restoring over its file", o.lock.db, o.lock.timeout)
 		}
 		return snapshotError(file, err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 func TestSnapshotSaveStatusRestore(t *testing.T) {
@@ -99,7 +99,7 @@ func TestSnapshotBadFiles(t *testing.T) {
 
 	// A file a process holds is never replaced.
 	held := copyFile(t, fixtureFile)
-	db, err := boltindexer.OpenDB(held, boltindexer.Options{NoSync: true})
+	db, err := cachefile.Open(held, cachefile.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/admin"
 )
 
@@ -25,7 +25,7 @@ type sourceOptions struct {
 }
 
 func newSourceOptions(socketAllowed bool) sourceOptions {
-	return sourceOptions{timeout: boltindexer.DefaultLockTimeout, socketAllowed: socketAllowed}
+	return sourceOptions{timeout: cachefile.DefaultLockTimeout, socketAllowed: socketAllowed}
 }
 
 // AddFlags adds --db, --timeout and, where allowed, --socket.
@@ -61,7 +61,7 @@ func (o *sourceOptions) open(ctx context.Context) (admin.Reader, error) {
 		}
 		return c, nil
 	}
-	l, err := admin.OpenFile(o.db, boltindexer.Options{LockTimeout: o.timeout})
+	l, err := admin.OpenFile(o.db, cachefile.Options{LockTimeout: o.timeout})
 	if err != nil {
 		return nil, o.openError(err)
 	}
@@ -70,7 +70,7 @@ func (o *sourceOptions) open(ctx context.Context) (admin.Reader, error) {
 
 // openFile opens the file read-only for commands that need the DB itself.
 func (o *sourceOptions) openFile() (*admin.Local, error) {
-	l, err := admin.OpenFile(o.db, boltindexer.Options{LockTimeout: o.timeout})
+	l, err := admin.OpenFile(o.db, cachefile.Options{LockTimeout: o.timeout})
 	if err != nil {
 		return nil, o.openError(err)
 	}
@@ -81,12 +81,12 @@ func (o *sourceOptions) openFile() (*admin.Local, error) {
 // read command can use the owner's socket instead; a command that needs
 // the file itself must wait for the owner to stop.
 func (o *sourceOptions) openError(err error) error {
-	if errors.Is(err, boltindexer.ErrLocked) {
+	if errors.Is(err, cachefile.ErrLocked) {
 		if o.socketAllowed {
-			return newError(boltindexer.ErrLocked, "%s is locked by another process (waited %s); read it through that process's admin socket with --socket PATH instead of --db",
+			return newError(cachefile.ErrLocked, "%s is locked by another process (waited %s); read it through that process's admin socket with --socket PATH instead of --db",
 				o.db, o.timeout)
 		}
-		return newError(boltindexer.ErrLocked, "%s is locked by another process (waited %s); stop that process first (a read command can use its admin socket with --socket PATH)",
+		return newError(cachefile.ErrLocked, "%s is locked by another process (waited %s); stop that process first (a read command can use its admin socket with --socket PATH)",
 			o.db, o.timeout)
 	}
 	return fileError(o.db, err)
@@ -97,9 +97,9 @@ func fileError(path string, err error) error {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return newError(os.ErrNotExist, "cache file %s does not exist", path)
-	case errors.Is(err, boltindexer.ErrNeedsMigration):
+	case errors.Is(err, cachefile.ErrNeedsMigration):
 		return fmt.Errorf("%w; run: cachectl migrate --db %s", err, path)
-	case errors.Is(err, boltindexer.ErrNewerSchema):
+	case errors.Is(err, cachefile.ErrNewerSchema):
 		return fmt.Errorf("%w; use a newer cachectl", err)
 	}
 	return err

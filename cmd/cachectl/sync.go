@@ -4,17 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,9 +29,11 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 func init() { subcommands = append(subcommands, newSyncCommand) }
@@ -55,6 +55,7 @@ type syncOptions struct {
 	socket        string
 	timeout       time.Duration
 	pageSize      int64
+	log           logOptions
 }
 
 // AddFlags adds sync's flags, kubectl's connection flags among them.
@@ -67,14 +68,15 @@ func (o *syncOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVarP(&o.allNamespaces, "all-namespaces", "A", o.allNamespaces, "Cache every namespace (the default unless -n is given)")
 	fs.StringVarP(&o.selector, "selector", "l", o.selector, "Label selector to cache only matching objects")
 	fs.StringVar(&o.fieldSelector, "field-selector", o.fieldSelector, "Field selector to cache only matching objects")
-	fs.StringVar(&o.metricsAddr, "metrics-addr", o.metricsAddr, "Serve Prometheus metrics on this address (host:port) at /metrics")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", o.metricsAddr, "Serve Prometheus metrics at /metrics, liveness at /healthz and readiness (every resource synced) at /readyz on this address (host:port)")
 	fs.StringVar(&o.socket, "socket", o.socket, "Serve read-only queries and snapshots on this unix socket (for cachectl --socket)")
 	fs.DurationVar(&o.timeout, "timeout", o.timeout, "How long to wait for a cache file another process holds")
 	fs.Int64Var(&o.pageSize, "page-size", o.pageSize, "LIST page size of a relist")
+	o.log.AddFlags(fs)
 }
 
 func newSyncCommand(e *env) *cobra.Command {
-	o := &syncOptions{timeout: boltindexer.DefaultLockTimeout, pageSize: 500}
+	o := &syncOptions{timeout: cachefile.DefaultLockTimeout, pageSize: 500, log: logOptions{format: logFormatText}}
 	cmd := &cobra.Command{
 		Use:   "sync --db PATH --resource RESOURCE[,RESOURCE…]",
 		Short: "Keep a cache file current from the apiserver until interrupted",
@@ -87,12 +89,23 @@ longer serves it. The cluster is found as kubectl finds it: --kubeconfig,
 $KUBECONFIG, ~/.kube/config, or the in-cluster config. Any resource discovery
 knows can be cached, custom resources included.
 
-While it runs, the file is locked: read it with --socket.`,
+While it runs, the file is locked: read it with --socket.
+
+A request the apiserver refuses as malformed (400, for example a field
+selector it does not support) ends sync with the apiserver's message. Other
+failures (an unreachable apiserver, 403 until RBAC allows the request, 429)
+are logged and retried with backoff, as informers do.
+
+Logs go to stderr, as klog's text or, with --logging-format=json, as one
+JSON object per line; -v=2 logs one line per change.`,
 		Example: `  # Cache Pods and ConfigMaps of the whole cluster
   cachectl sync --db /var/lib/agent/cache.db --resource pods,configmaps --socket /run/agent.sock
 
   # Only one namespace, only some objects, with metrics
-  cachectl sync --db cache.db --resource deployments.apps -n shop -l tier=web --metrics-addr 127.0.0.1:9090`,
+  cachectl sync --db cache.db --resource deployments.apps -n shop -l tier=web --metrics-addr 127.0.0.1:9090
+
+  # Log every change as JSON
+  cachectl sync --db cache.db --resource pods -v=2 --logging-format=json`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.Validate(cmd); err != nil {
@@ -118,6 +131,9 @@ func (o *syncOptions) Validate(cmd *cobra.Command) error {
 		return usageErrorf(cmd, "--timeout must be positive, got %s", o.timeout)
 	case o.pageSize <= 0:
 		return usageErrorf(cmd, "--page-size must be positive, got %d", o.pageSize)
+	}
+	if err := o.log.Validate(cmd); err != nil {
+		return err
 	}
 	if _, err := labels.Parse(o.selector); err != nil {
 		return usageErrorf(cmd, "bad label selector %q: %v", o.selector, err)
@@ -150,12 +166,32 @@ func (o *syncOptions) clientConfig() (*rest.Config, meta.RESTMapper, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("discovery: %w", err)
 	}
+	// One request first, so that an apiserver that cannot be reached or
+	// refuses the credentials is reported as such, not as an unknown
+	// resource type.
+	if _, err := dc.ServerVersion(); err != nil {
+		return nil, nil, serverError(err)
+	}
 	cached := memory.NewMemCacheClient(dc)
 	// The shortcut expander resolves short names (cm, po, deploy) as kubectl does.
 	return cfg, restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil), nil
 }
 
 func (o *syncOptions) run(ctx context.Context, e *env) error {
+	logger := o.log.logger(e.streams.ErrOut)
+	if e.setKlog != nil {
+		e.setKlog(logger, o.log.verbosity)
+	}
+	ctx = klog.NewContext(ctx, logger)
+	// say prints a progress line: as it is, or as a log entry in JSON.
+	say := func(format string, args ...interface{}) {
+		if o.log.format == logFormatJSON {
+			logger.Info(fmt.Sprintf(format, args...))
+			return
+		}
+		fmt.Fprintf(e.streams.ErrOut, format+"\n", args...)
+	}
+
 	cfg, mapper, err := o.clientConfig()
 	if err != nil {
 		return err
@@ -171,25 +207,27 @@ func (o *syncOptions) run(ctx context.Context, e *env) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	c, err := boltinformer.Open(o.db, boltinformer.Options{LockTimeout: o.timeout, Registerer: reg, AdminSocket: o.socket})
+	c, err := boltinformer.Open(o.db, boltinformer.Options{LockTimeout: o.timeout, Registerer: reg, AdminSocket: o.socket, Logger: &logger})
 	if err != nil {
-		if errors.Is(err, boltindexer.ErrLocked) {
-			return newError(boltindexer.ErrLocked, "%s is locked by another process (waited %s): is another cachectl sync running on it?", o.db, o.timeout)
+		if errors.Is(err, cachefile.ErrLocked) {
+			return newError(cachefile.ErrLocked, "%s is locked by another process (waited %s): is another cachectl sync running on it?", o.db, o.timeout)
 		}
 		return fileError(o.db, err)
 	}
 	defer c.Close()
 
+	ready := &readiness{}
 	if o.metricsAddr != "" {
-		stop, err := serveMetrics(o.metricsAddr, reg)
+		stop, err := serveHTTP(o.metricsAddr, reg, ready)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// A permanent error of one resource ends the sync with it as cause.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	type started struct {
@@ -207,37 +245,85 @@ func (o *syncOptions) run(ctx context.Context, e *env) error {
 			Namespace: ns, LabelSelector: o.selector, FieldSelector: o.fieldSelector,
 			Resource: t.mapping.Resource.Resource, PageSize: o.pageSize,
 			Indexers: namespaceIndexer(t.mapping),
+			// Only the event log is a handler; it wants the stored objects at -v=3.
+			DisableReplay: !logger.V(3).Enabled(),
 		})
+		if err == nil {
+			err = inf.SetWatchErrorHandlerWithContext(o.endOnPermanentError(t, cancel))
+		}
+		if err == nil && logger.V(2).Enabled() {
+			_, err = inf.AddEventHandler(eventLogger{logger: klog.LoggerWithValues(logger, "resource", t.arg)})
+		}
 		if err != nil {
-			cancel()
+			cancel(nil)
 			return fmt.Errorf("%s: %w", t.arg, err)
 		}
+		ready.add(t.arg, inf.HasSynced)
 		rv, _ := inf.Store().ResourceVersion()
 		n, _ := inf.Store().Len()
 		relisting, reason, _ := inf.Store().RelistInProgress()
 		switch {
 		case relisting:
-			fmt.Fprintf(e.streams.ErrOut, "%s: relisting: the last relist did not finish (%s); %d objects on disk\n", t.arg, reason, n)
+			say("%s: relisting: the last relist did not finish (%s); %d objects on disk", t.arg, reason, n)
 		case rv == "":
-			fmt.Fprintf(e.streams.ErrOut, "%s: relisting: the cache file has no resourceVersion for it (cold start)\n", t.arg)
+			say("%s: relisting: the cache file has no resourceVersion for it (cold start)", t.arg)
 		default:
-			fmt.Fprintf(e.streams.ErrOut, "%s: resuming watch at resourceVersion %s (%d objects on disk)\n", t.arg, rv, n)
+			say("%s: resuming watch at resourceVersion %s (%d objects on disk)", t.arg, rv, n)
 		}
 		wg.Go(func() { inf.RunWithContext(ctx) })
 		running = append(running, started{t: t, inf: inf, start: e.now()})
 	}
+	ready.allAdded()
 	for _, r := range running {
-		if !cache.WaitForNamedCacheSyncWithContext(ctx, r.inf.HasSynced) {
-			if ctx.Err() != nil {
-				return nil // interrupted before sync: a clean stop
-			}
+		if !cache.WaitForNamedCacheSyncWithContext(ctx, r.inf.HasSynced) && ctx.Err() != nil {
+			return syncFailure(ctx) // nil when interrupted before sync: a clean stop
 		}
 		n, _ := r.inf.Store().Len()
-		fmt.Fprintf(e.streams.ErrOut, "%s: synced in %s: %d objects at resourceVersion %s\n",
+		say("%s: synced in %s: %d objects at resourceVersion %s",
 			r.t.arg, e.now().Sub(r.start).Round(time.Millisecond), n, r.inf.LastSyncResourceVersion())
 	}
 	<-ctx.Done()
-	fmt.Fprintln(e.streams.ErrOut, "stopping: closing the cache file")
+	if err := syncFailure(ctx); err != nil {
+		return err
+	}
+	say("stopping: closing the cache file")
+	return nil
+}
+
+// endOnPermanentError returns t's watch error handler: a request the
+// apiserver refuses as malformed fails the same way on every retry, so it
+// ends the sync (through fail) with the apiserver's message, worded as
+// kubectl words it. Other errors get the informer's default handling: log,
+// back off, retry.
+func (o *syncOptions) endOnPermanentError(t syncTarget, fail context.CancelCauseFunc) cache.WatchErrorHandlerWithContext {
+	return func(ctx context.Context, _ *cache.Reflector, err error) {
+		var status apierrors.APIStatus
+		if !isPermanent(err) || !errors.As(err, &status) {
+			reflector.DefaultWatchErrorHandler(ctx, nil, err)
+			return
+		}
+		s := status.Status()
+		if o.selector == "" && o.fieldSelector == "" {
+			s.Message = fmt.Sprintf("Unable to list %q: %s", t.mapping.Resource, s.Message)
+		} else {
+			s.Message = fmt.Sprintf("Unable to find %q that match label selector %q, field selector %q: %s", t.mapping.Resource, o.selector, o.fieldSelector, s.Message)
+		}
+		fail(serverError(&apierrors.StatusError{ErrStatus: s}))
+	}
+}
+
+// isPermanent reports the apiserver's answers that no retry changes: the
+// request itself is wrong.
+func isPermanent(err error) bool {
+	return apierrors.IsBadRequest(err) || apierrors.IsInvalid(err) || apierrors.IsMethodNotSupported(err) ||
+		apierrors.IsNotAcceptable(err) || apierrors.IsUnsupportedMediaType(err)
+}
+
+// syncFailure is the error that ended the sync, nil for an interrupt.
+func syncFailure(ctx context.Context) error {
+	if cause := context.Cause(ctx); errors.Is(cause, errServer) {
+		return cause
+	}
 	return nil
 }
 
@@ -253,6 +339,9 @@ func (o *syncOptions) target(cfg *rest.Config, mapper meta.RESTMapper, arg strin
 	}
 	if gvr == nil || err != nil {
 		gvk, err = mapper.KindFor(gr.WithVersion(""))
+	}
+	if err != nil && !meta.IsNoMatchError(err) {
+		return syncTarget{}, serverError(err)
 	}
 	if err != nil {
 		return syncTarget{}, newError(errUnknownResource, "the server doesn't have a resource type %q", arg)
@@ -321,23 +410,4 @@ func namespaceIndexer(m *meta.RESTMapping) cache.Indexers {
 		return nil
 	}
 	return cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
-}
-
-// serveMetrics serves reg at addr/metrics until stop is called.
-func serveMetrics(addr string, reg *prometheus.Registry) (stop func(), err error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("--metrics-addr %s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	done := make(chan struct{})
-	go func() { defer close(done); _ = srv.Serve(l) }()
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-		<-done
-	}, nil
 }

@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -158,6 +162,9 @@ func TestSyncAgainstRealAPIServer(t *testing.T) {
 	waitFor(t, "cache to converge", func() bool {
 		return sameRVs(getRVs(t, "--socket", sock, ns), wantRVs)
 	})
+	if strings.Contains(stderr.String(), `"Event"`) {
+		t.Errorf("event lines logged at the default -v:\n%s", stderr.String())
+	}
 	if lists1, _ := cluster.RequestCount(ctx, "LIST", "configmaps"); lists1 != lists0+1 { // +1: our own List above
 		t.Errorf("warm restart made %v LISTs of configmaps", lists1-lists0-1)
 	}
@@ -203,9 +210,118 @@ func TestSyncBadInput(t *testing.T) {
 	cachectl(t, "sync", "--db", "x.db").failed(t, 2, "--resource is required")
 	cachectl(t, "sync", "--db", "x.db", "--resource", "pods", "-l", "a in (b").failed(t, 2, "bad label selector")
 	cachectl(t, "sync", "--db", "x.db", "--resource", "pods", "-n", "a", "-A").failed(t, 2, "mutually exclusive")
+	cachectl(t, "sync", "--db", "x.db", "--resource", "pods", "--logging-format", "xml").failed(t, 2, `--logging-format must be "text" or "json", got "xml"`)
+	cachectl(t, "sync", "--db", "x.db", "--resource", "pods", "-v=-1").failed(t, 2, "-v must not be negative")
 
 	cluster := testcluster.StartT(t)
 	kubeconfig := writeKubeconfig(t, cluster.Config())
 	db := filepath.Join(t.TempDir(), "c.db")
 	cachectl(t, "sync", "--kubeconfig", kubeconfig, "--db", db, "--resource", "nosuchthings").failed(t, 1, `doesn't have a resource type "nosuchthings"`)
+
+	// A field selector the apiserver refuses (400) ends sync with kubectl's
+	// message instead of retrying forever.
+	stderr := &lockedBuffer{}
+	e := &env{
+		streams:    genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: stderr},
+		now:        time.Now,
+		isTerminal: func(io.Writer) bool { return false },
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	exited := make(chan int, 1)
+	go func() {
+		exited <- run(ctx, e, []string{"sync", "--kubeconfig", kubeconfig, "--db", db, "--resource", "pods", "--field-selector", "foo=bar"})
+	}()
+	var code int
+	select {
+	case code = <-exited:
+	case <-time.After(30 * time.Second):
+		cancel()
+		<-exited
+		t.Fatalf("sync still running 30 s after a 400; stderr:\n%s", stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+	want := `Error from server (BadRequest): Unable to find "/v1, Resource=pods" that match label selector "", field selector "foo=bar": field label not supported: foo`
+	if code != 1 || lines[len(lines)-1] != want {
+		t.Errorf("exit %d, last stderr line %q; want 1 and %q\nstderr:\n%s", code, lines[len(lines)-1], want, stderr.String())
+	}
+}
+
+// TestSyncUnreachableAPIServer: with nothing listening at the kubeconfig's
+// server, sync says so as kubectl does, and leaves no file behind.
+func TestSyncUnreachableAPIServer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	kubeconfig := writeKubeconfig(t, &rest.Config{Host: "https://" + addr})
+	db := filepath.Join(t.TempDir(), "c.db")
+	r := cachectl(t, "sync", "--kubeconfig", kubeconfig, "--db", db, "--resource", "pods")
+	want := fmt.Sprintf("The connection to the server %s was refused - did you specify the right host or port?\n", addr)
+	if r.code != 1 || r.stderr != want {
+		t.Errorf("exit %d, stderr %q; want 1 and %q", r.code, r.stderr, want)
+	}
+	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("cache file left behind: %v", err)
+	}
+}
+
+// TestSyncHealthAndJSONLogs: /healthz and /readyz on --metrics-addr, and at
+// -v=2 with --logging-format=json one JSON line per change, every stderr
+// line JSON.
+func TestSyncHealthAndJSONLogs(t *testing.T) {
+	cluster := testcluster.StartT(t)
+	client := cluster.Clientset(t)
+	ctx := context.Background()
+	const ns = "logs"
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := writeKubeconfig(t, cluster.Config())
+	db := filepath.Join(t.TempDir(), "c.db")
+	addr := freeAddr(t)
+	stderr, stop := startSync(t, "--kubeconfig", kubeconfig, "--db", db, "--resource", "cm", "-n", ns,
+		"--metrics-addr", addr, "-v=2", "--logging-format=json")
+	base := "http://" + addr
+	waitFor(t, "/readyz to pass", func() bool {
+		resp, err := http.Get(base + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if code, body := httpGet(t, base+"/healthz"); code != 200 || body != "ok" {
+		t.Errorf("/healthz = %d %q", code, body)
+	}
+	if _, body := httpGet(t, base+"/metrics"); !strings.Contains(body, `boltinformer_synced{file="`+db+`",store="ConfigMap.v1"} 1`) {
+		t.Errorf("/metrics lacks the synced gauge at 1:\n%s", body)
+	}
+	cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: ns}}
+	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the add logged", func() bool { return strings.Contains(stderr.String(), `"name":"late"`) })
+	if code, out := stop(); code != 0 {
+		t.Fatalf("sync exit %d, stderr:\n%s", code, out)
+	}
+	events := 0
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		var entry map[string]interface{}
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Errorf("stderr line is not JSON: %q", line)
+			continue
+		}
+		if entry["msg"] == "Event" {
+			events++
+			if entry["type"] != "ADDED" || entry["resource"] != "cm" {
+				t.Errorf("event line %q, want an ADDED of resource cm", line)
+			}
+		}
+	}
+	if events != 1 {
+		t.Errorf("%d event lines, want 1 (the initial list's objects log at -v=3):\n%s", events, stderr.String())
+	}
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/migrations"
 )
 
@@ -75,7 +75,7 @@ func newVersionCommand(e *env) *cobra.Command {
 func currentVersion() versionInfo {
 	oldest, current := migrations.Versions()
 	v := versionInfo{
-		ClientVersion: clientVersion{GitVersion: version, Writer: boltindexer.WriterVersion, GoVersion: runtime.Version(),
+		ClientVersion: clientVersion{GitVersion: version, Writer: cachefile.WriterVersion, GoVersion: runtime.Version(),
 			Platform: runtime.GOOS + "/" + runtime.GOARCH},
 		Schema: schemaVersion{Current: current, OldestMigratable: oldest},
 	}

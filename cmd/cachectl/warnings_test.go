@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
 )
 
@@ -41,12 +42,12 @@ func TestGetWarnsStale(t *testing.T) {
 // synced says so.
 func TestGetWarnsScopeAndRelist(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "scope.db")
-	db, err := boltindexer.OpenDB(path, boltindexer.Options{NoSync: true, Now: func() time.Time { return admintest.Now }})
+	db, err := cachefile.Open(path, cachefile.Options{NoSync: true, Now: func() time.Time { return admintest.Now }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cms, err := boltindexer.New(db, "ConfigMap.v1.churn", boltindexer.StoreOptions{Object: &v1.ConfigMap{},
-		Identity: &boltindexer.Identity{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "churn"}})
+		Identity: &cachefile.Identity{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "churn"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +68,11 @@ func TestGetWarnsScopeAndRelist(t *testing.T) {
 	if err := pods.BeginRelist("410 Gone"); err != nil {
 		t.Fatal(err)
 	}
-	page := []interface{}{admintest.Pod("a", "p-1", 20, "", v1.PodRunning, 0, nil), admintest.Pod("a", "p-2", 21, "", v1.PodRunning, 0, nil),
-		admintest.Pod("b", "p-3", 22, "", v1.PodRunning, 0, nil)}
+	var page []boltindexer.Op
+	for _, p := range []*v1.Pod{admintest.Pod("a", "p-1", 20, "", v1.PodRunning, 0, nil), admintest.Pod("a", "p-2", 21, "", v1.PodRunning, 0, nil),
+		admintest.Pod("b", "p-3", 22, "", v1.PodRunning, 0, nil)} {
+		page = append(page, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: p})
+	}
 	if _, err := pods.ApplyListPage(page); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package admin
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
-	ischema "github.com/boltinformer/boltinformer/internal/schema"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -34,7 +33,7 @@ const recordChunk = 512
 // store would rewrite its index list, so Local only reads the stores the
 // owner registered with AddStore; the others are listed but not served.
 type Local struct {
-	db     *boltindexer.DB
+	db     *cachefile.DB
 	ownsDB bool
 
 	// mu guards stores.
@@ -50,7 +49,7 @@ type localStore struct {
 var _ Reader = (*Local)(nil)
 
 // NewLocal reads db and the given stores of it. Close does not close db.
-func NewLocal(db *boltindexer.DB, stores ...*boltindexer.Store) *Local {
+func NewLocal(db *cachefile.DB, stores ...*boltindexer.Store) *Local {
 	l := &Local{db: db, stores: map[string]*localStore{}}
 	for _, s := range stores {
 		l.AddStore(s)
@@ -60,9 +59,9 @@ func NewLocal(db *boltindexer.DB, stores ...*boltindexer.Store) *Local {
 
 // OpenFile opens the cache file at path read-only (a shared lock, never a
 // write) and reads it. Close closes the file.
-func OpenFile(path string, opts boltindexer.Options) (*Local, error) {
+func OpenFile(path string, opts cachefile.Options) (*Local, error) {
 	opts.ReadOnly = true
-	db, err := boltindexer.OpenDB(path, opts)
+	db, err := cachefile.Open(path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +71,7 @@ func OpenFile(path string, opts boltindexer.Options) (*Local, error) {
 }
 
 // DB returns the file Local reads.
-func (l *Local) DB() *boltindexer.DB { return l.db }
+func (l *Local) DB() *cachefile.DB { return l.db }
 
 // AddStore lets queries read s, a store of Local's DB, through the
 // owner's own Store (its IndexFuncs and hot cache). A store of the same
@@ -105,7 +104,7 @@ func (l *Local) Info(ctx context.Context) (*Info, error) {
 	}
 	info := &Info{Path: l.db.Path()}
 	err := l.db.View(func(tx *bolt.Tx) error {
-		fi, err := boltindexer.InfoTx(tx)
+		fi, err := cachefile.InfoTx(tx)
 		if err != nil {
 			return err
 		}
@@ -150,15 +149,11 @@ func (l *Local) served(name string) bool {
 
 // objectsBucket returns the objects bucket of a store, or nil.
 func objectsBucket(tx *bolt.Tx, store string) *bolt.Bucket {
-	stores := tx.Bucket(ischema.StoresBucket)
-	if stores == nil {
+	b, err := cachefile.StoreTx(tx, store)
+	if err != nil {
 		return nil
 	}
-	root := stores.Bucket([]byte(store))
-	if root == nil {
-		return nil
-	}
-	return root.Bucket(ischema.ObjectsBucket)
+	return b.Objects
 }
 
 // relistSeenTx counts the keys a relist in progress has listed so far.
@@ -166,7 +161,7 @@ func relistSeenTx(tx *bolt.Tx, store string, relisting bool) int {
 	if !relisting {
 		return 0
 	}
-	stores := tx.Bucket(ischema.StoresBucket)
+	stores := tx.Bucket(cachefile.StoresBucket)
 	if stores == nil {
 		return 0
 	}
@@ -174,7 +169,7 @@ func relistSeenTx(tx *bolt.Tx, store string, relisting bool) int {
 	if root == nil {
 		return 0
 	}
-	seen := root.Bucket(ischema.SeenBucket)
+	seen := root.Bucket(cachefile.SeenBucket)
 	if seen == nil {
 		return 0
 	}
@@ -219,7 +214,7 @@ func namespacedTx(tx *bolt.Tx, store string) *bool {
 // storeMeta is what a query needs to know about a store.
 type storeMeta struct {
 	name     string
-	identity *boltindexer.Identity
+	identity *cachefile.Identity
 	indexes  []string
 }
 
@@ -247,25 +242,17 @@ func (l *Local) storeMeta(ctx context.Context, name string) (storeMeta, error) {
 		return m, err
 	}
 	err := l.db.View(func(tx *bolt.Tx) error {
-		stores := tx.Bucket(ischema.StoresBucket)
-		var root *bolt.Bucket
-		if stores != nil {
-			root = stores.Bucket([]byte(name))
-		}
-		if root == nil {
+		b, err := cachefile.StoreTx(tx, name)
+		if errors.Is(err, cachefile.ErrNoStore) {
 			return fmt.Errorf("%w: %q in %s", ErrStoreNotFound, name, l.db.Path())
 		}
-		state, idx := root.Bucket(ischema.StateBucket), root.Bucket(ischema.IndexBucket)
-		if state == nil || idx == nil {
-			return fmt.Errorf("%w: store %s lacks its state or idx bucket", boltindexer.ErrCorruptFile, name)
+		if err != nil {
+			return err
 		}
-		if v := state.Get(ischema.StateIdentity); v != nil {
-			m.identity = &boltindexer.Identity{}
-			if err := json.Unmarshal(v, m.identity); err != nil {
-				return fmt.Errorf("%w: store %s identity %q: %v", boltindexer.ErrCorruptFile, name, v, err)
-			}
+		if m.identity, err = cachefile.ReadIdentityTx(b); err != nil {
+			return err
 		}
-		return idx.ForEachBucket(func(k []byte) error {
+		return b.Idx.ForEachBucket(func(k []byte) error {
 			m.indexes = append(m.indexes, string(k))
 			return nil
 		})
@@ -298,7 +285,7 @@ var errStop = errors.New("stop")
 // records decode as (see probeStore), registering indexers (stored indexes
 // without a function stay readable by name). cachectl check uses it to
 // Verify a store with the IndexFuncs it knows.
-func OpenStore(ctx context.Context, db *boltindexer.DB, name string, indexers cache.Indexers) (*boltindexer.Store, error) {
+func OpenStore(ctx context.Context, db *cachefile.DB, name string, indexers cache.Indexers) (*boltindexer.Store, error) {
 	if !db.ReadOnly() {
 		// New on a writable DB would rewrite the store's index list.
 		return nil, fmt.Errorf("open store %s: OpenStore needs a DB opened read-only", name)
@@ -314,7 +301,7 @@ func OpenStore(ctx context.Context, db *boltindexer.DB, name string, indexers ca
 // decode as: the identity's type from client-go's scheme when it is known
 // there, else unstructured, else the typed-JSON form of an unknown type.
 // Each candidate is tried on the first record.
-func probeStore(db *boltindexer.DB, si storeMeta, indexers cache.Indexers) (*boltindexer.Store, error) {
+func probeStore(db *cachefile.DB, si storeMeta, indexers cache.Indexers) (*boltindexer.Store, error) {
 	var candidates []runtime.Object
 	if id := si.identity; id != nil && id.Kind != "" {
 		gvk := schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind}
@@ -348,7 +335,7 @@ func probeStore(db *boltindexer.DB, si storeMeta, indexers cache.Indexers) (*bol
 	return nil, fmt.Errorf("%w: store %s (%s): %v", ErrUnknownType, si.name, describeIdentity(si.identity), firstErr)
 }
 
-func describeIdentity(id *boltindexer.Identity) string {
+func describeIdentity(id *cachefile.Identity) string {
 	if id == nil || id.Kind == "" {
 		return "no identity"
 	}

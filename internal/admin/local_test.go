@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/admin"
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
 )
@@ -21,7 +21,7 @@ func fixture(t *testing.T) (*admin.Local, string) {
 	if err := admintest.Write(path); err != nil {
 		t.Fatal(err)
 	}
-	l, err := admin.OpenFile(path, boltindexer.Options{})
+	l, err := admin.OpenFile(path, cachefile.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestLocalInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.Path != path || info.Size == 0 || info.SchemaVersion != 1 || info.Live || len(info.Stores) != 5 {
+	if info.Path != path || info.Size == 0 || info.SchemaVersion != cachefile.Version || info.Live || len(info.Stores) != 5 {
 		t.Fatalf("info %+v", info)
 	}
 	pods, ok := info.Store(admintest.PodStore)

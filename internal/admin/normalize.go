@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // Redacted replaces every value of a Secret's data and stringData, and its
@@ -25,7 +25,7 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // them), Secrets redacted unless showSecrets, and, with metadataOnly, only
 // apiVersion, kind and metadata (without managedFields). obj is never
 // modified (it may be shared with a hot-object cache).
-func normalize(obj runtime.Object, id *boltindexer.Identity, metadataOnly, showSecrets bool) (*unstructured.Unstructured, error) {
+func normalize(obj runtime.Object, id *cachefile.Identity, metadataOnly, showSecrets bool) (*unstructured.Unstructured, error) {
 	var data []byte
 	var err error
 	if metadataOnly {
@@ -84,7 +84,7 @@ func redactSecret(content map[string]interface{}) {
 }
 
 // isSecretStore reports whether a store's identity is core Secrets.
-func isSecretStore(id *boltindexer.Identity) bool {
+func isSecretStore(id *cachefile.Identity) bool {
 	return id != nil && id.Group == "" && id.Kind == "Secret"
 }
 

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // Query selects objects of one store, with the meaning kubectl gives the
@@ -135,7 +135,7 @@ type compiledQuery struct {
 
 // compile parses q's selectors for a store whose identity is id (which
 // may be nil). Errors wrap ErrBadQuery and read like the apiserver's.
-func (q Query) compile(id *boltindexer.Identity) (*compiledQuery, error) {
+func (q Query) compile(id *cachefile.Identity) (*compiledQuery, error) {
 	c := &compiledQuery{Query: q, labels: labels.Everything(), fields: fields.Everything()}
 	var group, kind string
 	if id != nil {

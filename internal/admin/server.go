@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -55,7 +56,7 @@ type Server struct {
 // NewServer listens on socketPath and serves db and the given stores of
 // it until Close. A stale socket file (nobody accepting) is replaced; a
 // socket that answers, or a path that is not a socket, is refused.
-func NewServer(socketPath string, db *boltindexer.DB, stores ...*boltindexer.Store) (*Server, error) {
+func NewServer(socketPath string, db *cachefile.DB, stores ...*boltindexer.Store) (*Server, error) {
 	l, fi, err := listen(socketPath)
 	if err != nil {
 		return nil, err
@@ -93,7 +94,7 @@ func NewServer(socketPath string, db *boltindexer.DB, stores ...*boltindexer.Sto
 // Serve serves db and stores on socketPath until ctx ends, then closes
 // the server. It is the whole lifecycle for a caller that has its stores
 // at hand; a caller that adds stores later uses NewServer and AddStore.
-func Serve(ctx context.Context, socketPath string, db *boltindexer.DB, stores ...*boltindexer.Store) error {
+func Serve(ctx context.Context, socketPath string, db *cachefile.DB, stores ...*boltindexer.Store) error {
 	s, err := NewServer(socketPath, db, stores...)
 	if err != nil {
 		return err

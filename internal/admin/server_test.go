@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/admin"
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
 	"github.com/boltinformer/boltinformer/snapshot"
@@ -211,18 +212,18 @@ func snapshotOverSocket(t *testing.T, c *admin.Client) *admin.Local {
 	if _, err := snapshot.Restore(snap, db, snapshot.RestoreOptions{NoSync: true}); err != nil {
 		t.Fatal(err)
 	}
-	l, err := admin.OpenFile(db, boltindexer.Options{})
+	l, err := admin.OpenFile(db, cachefile.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
 }
 
-func checkFile(t *testing.T, db *boltindexer.DB) string {
+func checkFile(t *testing.T, db *cachefile.DB) string {
 	t.Helper()
 	var out []string
-	_ = db.Bolt().View(func(tx *bolt.Tx) error {
-		for _, p := range boltindexer.CheckTx(tx, boltindexer.CheckOptions{}) {
+	_ = db.View(func(tx *bolt.Tx) error {
+		for _, p := range cachefile.CheckTx(tx, cachefile.CheckOptions{}) {
 			out = append(out, p.String())
 		}
 		return nil

@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // Reader is what the read commands of cachectl need. *Local reads a DB in
@@ -53,8 +53,8 @@ type Info struct {
 
 // StoreInfo describes one store without decoding any object.
 type StoreInfo struct {
-	Name     string                `json:"name"`
-	Identity *boltindexer.Identity `json:"identity,omitempty"`
+	Name     string              `json:"name"`
+	Identity *cachefile.Identity `json:"identity,omitempty"`
 	// ResourceVersion is the RV the store is current to ("" before its first sync).
 	ResourceVersion string `json:"resourceVersion"`
 	Relisting       bool   `json:"relisting,omitempty"`

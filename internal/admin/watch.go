@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
-	ischema "github.com/boltinformer/boltinformer/internal/schema"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // EventSynced is the type of the event that follows the initial ADDED
@@ -188,16 +188,16 @@ func (l *Local) prepareWatch(ctx context.Context, q Query, interval time.Duratio
 func (l *Local) storeVersion(store string) ([]byte, error) {
 	var v []byte
 	err := l.db.View(func(tx *bolt.Tx) error {
-		stores := tx.Bucket(ischema.StoresBucket)
+		stores := tx.Bucket(cachefile.StoresBucket)
 		var root *bolt.Bucket
 		if stores != nil {
 			root = stores.Bucket([]byte(store))
 		}
-		if root == nil || root.Bucket(ischema.StateBucket) == nil {
+		if root == nil || root.Bucket(cachefile.StateBucket) == nil {
 			return fmt.Errorf("%w: %q in %s", ErrStoreNotFound, store, l.db.Path())
 		}
-		state := root.Bucket(ischema.StateBucket)
-		v = append(append(bytes.Clone(state.Get(ischema.StateRV)), 0), state.Get(ischema.StateUpdatedAt)...)
+		state := root.Bucket(cachefile.StateBucket)
+		v = append(append(bytes.Clone(state.Get(cachefile.StateRV)), 0), state.Get(cachefile.StateUpdatedAt)...)
 		return nil
 	})
 	return v, err

@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/migrations/internal/v0"
+	"github.com/boltinformer/boltinformer/cachefile"
+	v0 "github.com/boltinformer/boltinformer/migrations/internal/v0"
 )
 
 // V0Store is one store of a schema v0 file.
@@ -157,13 +157,13 @@ func record(obj runtime.Object) (*v0.Record, error) {
 	}
 	switch o := obj.(type) {
 	case *unstructured.Unstructured:
-		rec.Codec = uint8(boltindexer.CodecUnstructuredJSON)
+		rec.Codec = uint8(cachefile.CodecUnstructuredJSON)
 		rec.Payload, err = json.Marshal(o.Object)
 	case protoMarshaler:
-		rec.Codec = uint8(boltindexer.CodecProtobuf)
+		rec.Codec = uint8(cachefile.CodecProtobuf)
 		rec.Payload, err = o.Marshal()
 	default:
-		rec.Codec = uint8(boltindexer.CodecJSON)
+		rec.Codec = uint8(cachefile.CodecJSON)
 		rec.Payload, err = json.Marshal(obj)
 	}
 	return rec, err

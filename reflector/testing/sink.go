@@ -30,6 +30,7 @@ type SinkCall struct {
 	Op      Op
 	Objects []any  // Add, Update, Delete: the object; AddListPage: the page
 	RV      string // Bookmark, EndRelist
+	Reason  string // BeginRelist
 	N       int    // WaitBelow
 }
 
@@ -120,7 +121,9 @@ func (s *Sink) Delete(obj any) error { return s.record(SinkCall{Op: OpDelete, Ob
 func (s *Sink) Bookmark(rv string) error {
 	return s.record(SinkCall{Op: OpBookmark, RV: rv})
 }
-func (s *Sink) BeginRelist() error { return s.record(SinkCall{Op: OpBeginRelist}) }
+func (s *Sink) BeginRelist(reason string) error {
+	return s.record(SinkCall{Op: OpBeginRelist, Reason: reason})
+}
 func (s *Sink) AddListPage(objs []any) error {
 	return s.record(SinkCall{Op: OpAddListPage, Objects: objs})
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -345,7 +346,7 @@ func TestSIGKILLDuringChurn(t *testing.T) {
 func checkKilledFile(t *testing.T, cl *client, path, ns, what string) {
 	t.Helper()
 	boltindexertest.CheckFile(t, path)
-	st, err := boltindexer.Open(path, "ConfigMap.v1", boltindexer.Options{ReadOnly: true},
+	st, err := boltindexer.Open(path, "ConfigMap.v1", cachefile.Options{ReadOnly: true},
 		boltindexer.StoreOptions{Object: &v1.ConfigMap{}, Indexers: crashIndexers()})
 	if err != nil {
 		t.Fatalf("%s: open what the killed process left: %v", what, err)

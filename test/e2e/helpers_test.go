@@ -31,6 +31,7 @@ import (
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testcluster"
 )
 
@@ -655,7 +656,7 @@ func assertEvents(t *testing.T, what string, want, got []event) {
 // openReadOnly opens store name of the closed file at path read-only.
 func openReadOnly(t *testing.T, path, name string, example runtime.Object) *boltindexer.Store {
 	t.Helper()
-	st, err := boltindexer.Open(path, name, boltindexer.Options{ReadOnly: true}, boltindexer.StoreOptions{Object: example})
+	st, err := boltindexer.Open(path, name, cachefile.Options{ReadOnly: true}, boltindexer.StoreOptions{Object: example})
 	if err != nil {
 		t.Fatalf("open %s read-only: %v", path, err)
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // Epoch is the creation time of the newest fixture object; Now is the
@@ -78,11 +79,11 @@ func (g *Gadget) DeepCopyObject() runtime.Object {
 
 // Identities of the fixture stores.
 var (
-	PodIdentity       = &boltindexer.Identity{Version: "v1", Kind: "Pod", Resource: "pods"}
-	ConfigMapIdentity = &boltindexer.Identity{Version: "v1", Kind: "ConfigMap", Resource: "configmaps"}
-	SecretIdentity    = &boltindexer.Identity{Version: "v1", Kind: "Secret", Resource: "secrets"}
-	WidgetIdentity    = &boltindexer.Identity{Group: "example.com", Version: "v1", Kind: "Widget", Resource: "widgets", LabelSelector: "team=blue"}
-	GadgetIdentity    = &boltindexer.Identity{Group: "example.com", Version: "v1", Kind: "Gadget", Resource: "gadgets"}
+	PodIdentity       = &cachefile.Identity{Version: "v1", Kind: "Pod", Resource: "pods"}
+	ConfigMapIdentity = &cachefile.Identity{Version: "v1", Kind: "ConfigMap", Resource: "configmaps"}
+	SecretIdentity    = &cachefile.Identity{Version: "v1", Kind: "Secret", Resource: "secrets"}
+	WidgetIdentity    = &cachefile.Identity{Group: "example.com", Version: "v1", Kind: "Widget", Resource: "widgets", LabelSelector: "team=blue"}
+	GadgetIdentity    = &cachefile.Identity{Group: "example.com", Version: "v1", Kind: "Gadget", Resource: "gadgets"}
 )
 
 func meta(ns, name string, rv int, age time.Duration, labels map[string]string) metav1.ObjectMeta {
@@ -110,13 +111,13 @@ func Pod(ns, name string, rv int, node string, phase v1.PodPhase, age time.Durat
 
 // Stores are the open stores of a fixture file.
 type Stores struct {
-	DB                                          *boltindexer.DB
+	DB                                          *cachefile.DB
 	Pods, ConfigMaps, Secrets, Widgets, Gadgets *boltindexer.Store
 }
 
 // Open opens (creating) the fixture stores in the file at path for writing.
 func Open(path string) (*Stores, error) {
-	db, err := boltindexer.OpenDB(path, boltindexer.Options{NoSync: true, Now: func() time.Time { return Now }})
+	db, err := cachefile.Open(path, cachefile.Options{NoSync: true, Now: func() time.Time { return Now }})
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +216,7 @@ func Fill(s *Stores) error {
 // WriteLarge writes n Pods (in 10 namespaces, on 50 nodes) into a new file
 // at path, in batches, with fsync off, and closes it.
 func WriteLarge(path string, n int) error {
-	db, err := boltindexer.OpenDB(path, boltindexer.Options{NoSync: true, Now: func() time.Time { return Now }})
+	db, err := cachefile.Open(path, cachefile.Options{NoSync: true, Now: func() time.Time { return Now }})
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ const RecordVersion = 0
 var ErrLayout = errors.New("file does not follow the layout of its schema version")
 
 // Record is the v0 envelope of one object: the v1 envelope without the
-// per-record index values. Codec numbers are those of boltindexer.CodecID.
+// per-record index values. Codec numbers are those of cachefile.Codec.
 type Record struct {
 	_msgpack struct{} `msgpack:",as_array"`
 

@@ -1,8 +1,9 @@
-// Package fileutil holds the file-replacement steps that snapshot and
-// migrations share: following a symbolic link to the file it names, making
-// a rename durable, and bbolt's page-level check run to its end. It never
-// opens a cache file for writing.
-package fileutil
+package cachefile
+
+// This file holds the file-replacement steps that snapshot and migrations
+// share: following a symbolic link to the file it names, making a rename
+// durable, bbolt's page-level check run to its end, and claiming a
+// destination without replacing a file another process uses.
 
 import (
 	"errors"
@@ -14,8 +15,6 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
-
-	"github.com/boltinformer/boltinformer/boltindexer"
 )
 
 // Resolve returns the file a path names, following symbolic links, so that
@@ -63,13 +62,10 @@ func BoltCheck(tx *bolt.Tx) error {
 	return nil
 }
 
-// ErrExists means a destination file exists and replacing it was not asked for.
-var ErrExists = errors.New("destination file exists")
-
 // ClaimDestination refuses an existing path unless force is set, and then
 // holds its bbolt lock (when it is a bbolt file) until release, so that a
 // file in use by another process is never replaced. A lock held beyond
-// timeout is boltindexer.ErrLocked.
+// timeout is ErrLocked.
 func ClaimDestination(path string, force bool, timeout time.Duration) (release func(), err error) {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -92,7 +88,7 @@ func ClaimDestination(path string, force bool, timeout time.Duration) (release f
 	case err == nil:
 		return func() { _ = held.Close() }, nil
 	case errors.Is(err, bolterrors.ErrTimeout):
-		return nil, fmt.Errorf("%w: %s (waited %s)", boltindexer.ErrLocked, path, timeout)
+		return nil, fmt.Errorf("%w: %s (waited %s)", ErrLocked, path, timeout)
 	}
 	// Not a bbolt file: nobody can be using it as a cache.
 	return func() {}, nil

@@ -1,22 +1,21 @@
-// Package schema names every bucket and meta key of a boltinformer cache file
-// and the schema version that introduced it. It is the single source of truth
-// for the on-disk layout: boltindexer, migrations, snapshot and cachectl all
-// read these names from here and never spell them out themselves.
-//
-// Layout (schema v1):
+package cachefile
+
+// Layout (schema v2):
 //
 //	meta/                      schema version, created-at, writer version
 //	stores/<store name>/
-//	    state/                 rv, identity, indexers, relist marker, updated-at
-//	    objects/               key → record (msgpack envelope)
+//	    state/                 rv, rv-updated-at, count, cluster, identity, indexers, relist marker, updated-at
+//	    objects/               key → record (see record.go)
 //	    idx/<index name>/      value 0x00 key → empty
 //	    seen/                  keys seen by the relist in progress (exists only during a relist)
-package schema
+//
+// Every name below carries the schema version that introduced it. Nothing
+// outside this package spells a bucket name or a state key.
 
 // Version is the schema version this build writes. A file with a lower
 // version must be migrated (package migrations); a file with a higher one is
 // refused.
-const Version uint64 = 1
+const Version uint64 = 2
 
 // Top-level buckets.
 var (
@@ -52,6 +51,12 @@ var (
 var (
 	// StateRV is the resourceVersion the store is current to (since v1).
 	StateRV = []byte("rv")
+	// StateRVUpdatedAt is the RFC 3339 time StateRV last moved (since v2).
+	StateRVUpdatedAt = []byte("rv-updated-at")
+	// StateCount is the decimal number of records in ObjectsBucket (since v2).
+	StateCount = []byte("count")
+	// StateCluster identifies the cluster the store's RV belongs to (since v2).
+	StateCluster = []byte("cluster")
 	// StateIdentity is the JSON identity of what the store caches (since v1).
 	StateIdentity = []byte("identity")
 	// StateIndexers is the JSON list of index names and their version tags (since v1).
@@ -63,5 +68,5 @@ var (
 )
 
 // IndexSeparator separates the indexed value from the object key in an index
-// entry: value 0x00 key.
+// entry: value 0x00 key (since v1).
 const IndexSeparator byte = 0x00

@@ -1,0 +1,317 @@
+package cachefile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+// WriterVersion is recorded in the meta bucket by every process that opens
+// a file for writing.
+var WriterVersion = "boltinformer/v2"
+
+// DefaultLockTimeout is how long Open waits for another process's lock.
+const DefaultLockTimeout = 5 * time.Second
+
+// Options configure a DB.
+type Options struct {
+	// LockTimeout bounds the wait for a file locked by another process.
+	// Zero means DefaultLockTimeout; it is never infinite.
+	LockTimeout time.Duration
+	// ReadOnly opens the file with a shared lock and refuses writes.
+	ReadOnly bool
+	// NoSync skips fsync on commit (tests and benchmarks only: a crash can
+	// then lose committed data and break the watermark invariant).
+	NoSync bool
+	// MaxBatch bounds how many queued write requests one transaction merges.
+	// Zero means 64.
+	MaxBatch int
+	// Now returns the time written as updated-at; nil means time.Now.
+	Now func() time.Time
+	// InitialMmapSize is passed to bbolt (bytes); zero keeps bbolt's default.
+	InitialMmapSize int
+	// Validate chooses how much of the file is checked before bbolt maps
+	// it. The zero value is ValidateMeta for a read-only open and
+	// ValidatePages for a writable one, whose open bbolt itself makes walk
+	// every page (and a damaged page would take the process down).
+	Validate *ValidateMode
+}
+
+// DB is one cache file. It holds many stores and owns the commit loop that
+// merges every store's writes into shared bbolt transactions.
+type DB struct {
+	bolt *bolt.DB
+	path string
+	opts Options
+
+	// requests feeds the commit loop; stop and done end it (Close).
+	requests chan *Write
+	stop     chan struct{}
+	done     chan struct{}
+
+	// closeOnce guards Close; closed is closed when Close starts.
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+// Open opens or creates the cache file at path (mode 0600). The file is
+// validated before bbolt maps it. A file that is not a cache file, is
+// damaged, is locked by another process beyond LockTimeout, or has another
+// schema version is refused with an error from errors.go that names the
+// file and what is wrong; nothing is written to it in those cases.
+func Open(path string, opts Options) (*DB, error) {
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = DefaultLockTimeout
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = 64
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	b, err := OpenBolt(path, BoltOptions{
+		LockTimeout:     opts.LockTimeout,
+		ReadOnly:        opts.ReadOnly,
+		NoSync:          opts.NoSync,
+		InitialMmapSize: opts.InitialMmapSize,
+		Validate:        opts.Validate,
+	})
+	if err != nil {
+		return nil, err
+	}
+	db := &DB{
+		bolt:     b,
+		path:     path,
+		opts:     opts,
+		requests: make(chan *Write),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		closed:   make(chan struct{}),
+	}
+	if err := db.checkSchema(); err != nil {
+		_ = b.Close()
+		return nil, err
+	}
+	go db.commitLoop()
+	return db, nil
+}
+
+// BoltOptions configure OpenBolt.
+type BoltOptions struct {
+	LockTimeout     time.Duration
+	ReadOnly        bool
+	NoSync          bool
+	InitialMmapSize int
+	// MustExist refuses to create a missing file (always so when ReadOnly).
+	MustExist bool
+	// Validate: see Options.Validate.
+	Validate *ValidateMode
+}
+
+// OpenBolt validates the file at path and opens it with bbolt and the
+// options every boltinformer file uses (hashmap freelist, NoFreelistSync).
+// It is for tools that work below the store level (migrations); it does not
+// look at the schema. The lock is taken before the file is read, so a file
+// being written by another process is reported as ErrLocked, never as damaged.
+func OpenBolt(path string, opts BoltOptions) (*bolt.DB, error) {
+	if opts.LockTimeout <= 0 {
+		opts.LockTimeout = DefaultLockTimeout
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil && !(errors.Is(err, fs.ErrNotExist) && !opts.ReadOnly && !opts.MustExist):
+		return nil, fmt.Errorf("open cache file %s: %w", path, err)
+	case err == nil && !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("open %s: %w: not a regular file", path, ErrNotCacheFile)
+	case err == nil && fi.Size() == 0 && opts.ReadOnly:
+		return nil, fmt.Errorf("open %s: %w: the file is empty", path, ErrNotCacheFile)
+	case err == nil:
+		mode := ValidatePages
+		if opts.ReadOnly {
+			mode = ValidateMeta
+		}
+		if opts.Validate != nil {
+			mode = *opts.Validate
+		}
+		if err := validateLocked(path, mode, opts.LockTimeout); err != nil {
+			return nil, err
+		}
+	}
+	b, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:         opts.LockTimeout,
+		ReadOnly:        opts.ReadOnly,
+		NoSync:          opts.NoSync,
+		NoFreelistSync:  true,
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: opts.InitialMmapSize,
+	})
+	if err != nil {
+		return nil, classifyOpenError(path, opts.LockTimeout, err)
+	}
+	return b, nil
+}
+
+// validateLocked validates the file under a shared lock, so that no writer
+// changes it while it is read.
+func validateLocked(path string, mode ValidateMode, timeout time.Duration) error {
+	unlock, err := lockShared(path, timeout)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	return Validate(path, mode)
+}
+
+func classifyOpenError(path string, timeout time.Duration, err error) error {
+	switch {
+	case errors.Is(err, bolterrors.ErrTimeout):
+		return lockedError(path, timeout)
+	case errors.Is(err, bolterrors.ErrInvalid), errors.Is(err, bolterrors.ErrVersionMismatch), errors.Is(err, bolterrors.ErrChecksum):
+		return fmt.Errorf("open %s: %w: %v", path, ErrNotCacheFile, err)
+	}
+	return fmt.Errorf("open %s: %w", path, err)
+}
+
+func lockedError(path string, timeout time.Duration) error {
+	return fmt.Errorf("open %s: %w (waited %s; if a process is serving it, read it through its admin socket)", path, ErrLocked, timeout)
+}
+
+// checkSchema initialises an empty file at Version and refuses any other
+// version. It never modifies a file that holds data.
+func (db *DB) checkSchema() error {
+	var version uint64
+	var initialised bool
+	err := db.view(func(tx *bolt.Tx) error {
+		var err error
+		version, initialised, err = SchemaVersion(tx)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("open %s: %w", db.path, err)
+	}
+	switch {
+	case !initialised && db.opts.ReadOnly:
+		return fmt.Errorf("open %s: %w: an empty bbolt file with no boltinformer meta data", db.path, ErrNotCacheFile)
+	case !initialised:
+		return db.bolt.Update(func(tx *bolt.Tx) error {
+			meta, err := tx.CreateBucket(MetaBucket)
+			if err != nil {
+				return fmt.Errorf("initialise %s: %w", db.path, err)
+			}
+			if _, err := tx.CreateBucket(StoresBucket); err != nil {
+				return fmt.Errorf("initialise %s: %w", db.path, err)
+			}
+			now := db.opts.Now().UTC().Format(time.RFC3339)
+			for _, kv := range [][2][]byte{
+				{MetaSchemaVersion, []byte(strconv.FormatUint(Version, 10))},
+				{MetaCreatedAt, []byte(now)},
+				{MetaWriterVersion, []byte(WriterVersion)},
+			} {
+				if err := meta.Put(kv[0], kv[1]); err != nil {
+					return fmt.Errorf("initialise %s: %w", db.path, err)
+				}
+			}
+			return nil
+		})
+	case version > Version:
+		return fmt.Errorf("open %s: %w: file is schema v%d, this build supports up to v%d", db.path, ErrNewerSchema, version, Version)
+	case version < Version:
+		return fmt.Errorf("open %s: %w: file is schema v%d, this build needs v%d (run: cachectl migrate --db %s)", db.path, ErrNeedsMigration, version, Version, db.path)
+	}
+	if db.opts.ReadOnly {
+		return nil
+	}
+	return db.bolt.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket(MetaBucket).Put(MetaWriterVersion, []byte(WriterVersion))
+	})
+}
+
+// SchemaVersion reports the schema version of a file. initialised is false
+// for a bbolt file with no buckets at all. A file with buckets but no meta
+// bucket is schema v0 (the layout before meta existed) when every top-level
+// bucket is laid out as a v0 store; otherwise it is another application's
+// file (ErrNotCacheFile).
+func SchemaVersion(tx *bolt.Tx) (version uint64, initialised bool, err error) {
+	meta := tx.Bucket(MetaBucket)
+	if meta == nil {
+		empty := true
+		err = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			empty = false
+			if b.Bucket([]byte("objects")) == nil || b.Bucket([]byte("index")) == nil {
+				return fmt.Errorf("%w: bucket %q is not a boltinformer store and there is no meta bucket", ErrNotCacheFile, name)
+			}
+			return nil
+		})
+		return 0, !empty, err
+	}
+	v := meta.Get(MetaSchemaVersion)
+	if v == nil {
+		return 0, true, nil
+	}
+	version, err = strconv.ParseUint(string(v), 10, 64)
+	if err != nil {
+		return 0, true, fmt.Errorf("%w: schema version %q: %v", ErrCorruptFile, v, err)
+	}
+	return version, true, nil
+}
+
+// Path returns the file's path.
+func (db *DB) Path() string { return db.path }
+
+// ReadOnly reports whether the DB refuses writes.
+func (db *DB) ReadOnly() bool { return db.opts.ReadOnly }
+
+// Now is the DB's clock (Options.Now).
+func (db *DB) Now() time.Time { return db.opts.Now() }
+
+// Stats returns bbolt's statistics (free and pending pages for metrics).
+func (db *DB) Stats() bolt.Stats { return db.bolt.Stats() }
+
+// Close stops the commit loop after the queued writes and closes the file.
+func (db *DB) Close() error {
+	var err error
+	db.closeOnce.Do(func() {
+		close(db.closed)
+		close(db.stop)
+		<-db.done
+		err = db.bolt.Close()
+	})
+	return err
+}
+
+// View runs fn in a bbolt read transaction. A fault or panic while bbolt
+// reads a damaged page is returned as ErrCorruptFile instead of ending the
+// process.
+func (db *DB) View(fn func(tx *bolt.Tx) error) error {
+	select {
+	case <-db.closed:
+		return ErrClosed
+	default:
+	}
+	return db.view(fn)
+}
+
+func (db *DB) view(fn func(tx *bolt.Tx) error) error {
+	return guard(db.path, func() error { return db.bolt.View(fn) })
+}
+
+// guard runs fn with memory faults turned into panics, and a panic into
+// an ErrCorruptFile error naming path. bbolt trusts its pages: a damaged
+// one makes it panic or fault, never return an error.
+func guard(path string, fn func() error) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%s: %w: %v", path, ErrCorruptFile, r)
+		}
+	}()
+	return fn()
+}

@@ -1,0 +1,28 @@
+package cachefile
+
+import "errors"
+
+var (
+	// ErrNotCacheFile means the file is not a boltinformer cache file: not
+	// bbolt at all, or another application's bbolt file.
+	ErrNotCacheFile = errors.New("not a boltinformer cache file")
+	// ErrLocked means another process holds the file's lock.
+	ErrLocked = errors.New("cache file is locked by another process")
+	// ErrNewerSchema means the file was written by a newer schema than this build knows.
+	ErrNewerSchema = errors.New("cache file has a newer schema than this build supports")
+	// ErrNeedsMigration means the file has an older schema; run package migrations first.
+	ErrNeedsMigration = errors.New("cache file has an older schema and must be migrated")
+	// ErrCorruptFile means the file is damaged: truncated, a bad meta or
+	// page, or buckets that are not what boltinformer writes.
+	ErrCorruptFile = errors.New("corrupt cache file")
+	// ErrCorruptRecord means a stored record fails its checksum or does not decode.
+	ErrCorruptRecord = errors.New("corrupt record")
+	// ErrClosed means the DB was closed.
+	ErrClosed = errors.New("cache file is closed")
+	// ErrReadOnly means a write was attempted on a DB opened read-only.
+	ErrReadOnly = errors.New("cache file is opened read-only")
+	// ErrNoStore means the file has no store of that name.
+	ErrNoStore = errors.New("store does not exist")
+	// ErrExists means a destination file exists and replacing it was not asked for.
+	ErrExists = errors.New("destination file exists")
+)

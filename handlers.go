@@ -1,0 +1,82 @@
+package boltinformer
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/processor"
+)
+
+// AddIndexers adds indexes; on a running informer they are built from disk.
+// After Run has returned it fails with client-go's error, which wraps
+// ErrStopped.
+func (inf *Informer) AddIndexers(indexers cache.Indexers) error {
+	inf.startedMu.Lock()
+	defer inf.startedMu.Unlock()
+	if inf.stopped {
+		return stoppedError{"indexer was not added"}
+	}
+	return inf.store.AddIndexers(indexers)
+}
+
+// AddEventHandler adds a handler with the informer's default resync period.
+func (inf *Informer) AddEventHandler(handler cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
+	return inf.AddEventHandlerWithOptions(handler, cache.HandlerOptions{})
+}
+
+// AddEventHandlerWithResyncPeriod adds a handler with its own resync period.
+func (inf *Informer) AddEventHandlerWithResyncPeriod(handler cache.ResourceEventHandler, resyncPeriod time.Duration) (cache.ResourceEventHandlerRegistration, error) {
+	return inf.AddEventHandlerWithOptions(handler, cache.HandlerOptions{ResyncPeriod: &resyncPeriod})
+}
+
+// AddEventHandlerWithOptions adds a handler. On a running informer the
+// handler first receives OnAdd(obj, true) for every stored object, streamed
+// from disk, as client-go sends it for every object in memory. After Run
+// has returned it fails with client-go's error, which wraps ErrStopped.
+func (inf *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler, options cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
+	inf.startedMu.Lock()
+	defer inf.startedMu.Unlock()
+	if inf.stopped {
+		return nil, stoppedError{fmt.Sprintf("handler %v was not added to shared informer", handler)}
+	}
+	inf.blockDeltas.Lock()
+	defer inf.blockDeltas.Unlock()
+	l, err := inf.processor.AddListener(handler, processor.ListenerOptions{
+		ResyncPeriod:   options.ResyncPeriod,
+		Logger:         options.Logger,
+		UpstreamSynced: inf.HasSyncedChecker(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer l.EndReplay()
+	if inf.started {
+		start := inf.clock.Now()
+		err := inf.store.ForEach(func(obj interface{}) error {
+			return l.Add(processor.Add{Obj: obj, IsInInitialList: true})
+		})
+		if err != nil {
+			_ = inf.processor.RemoveListener(l)
+			return nil, fmt.Errorf("replay stored objects to new handler: %w", err)
+		}
+		inf.metrics.observeReplay(replayHandlerAdded, inf.clock.Since(start))
+	}
+	return l, nil
+}
+
+// RemoveEventHandler stops delivery to a handler. Removing a handle twice,
+// or a handle of another informer, does nothing and returns nil, as in
+// client-go; a handle that is not this package's is an error.
+func (inf *Informer) RemoveEventHandler(handle cache.ResourceEventHandlerRegistration) error {
+	inf.startedMu.Lock()
+	defer inf.startedMu.Unlock()
+	inf.blockDeltas.Lock()
+	defer inf.blockDeltas.Unlock()
+	l, ok := handle.(*processor.Listener)
+	if !ok {
+		return fmt.Errorf("%w: %T", processor.ErrInvalidListener, handle)
+	}
+	return inf.processor.RemoveListener(l)
+}

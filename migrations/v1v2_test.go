@@ -1,0 +1,131 @@
+package migrations_test
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/migrations"
+)
+
+// writeV1 makes a schema v1 file the way a v1 build left it: a v0 fixture
+// migrated to v1 (the v0 → v1 step writes the frozen v1 layout).
+func writeV1(t testing.TB, path string, nPods int) []storeSpec {
+	t.Helper()
+	stores := v0Stores(nPods)
+	writeV0(t, path, stores...)
+	o := opts()
+	o.Target = u64(1)
+	if _, err := migrations.Migrate(path, o); err != nil {
+		t.Fatal(err)
+	}
+	if v := schemaVersionOf(t, path); v != 1 {
+		t.Fatalf("fixture is v%d", v)
+	}
+	return specs(stores)
+}
+
+// TestMigrateV1ToV2AndBack: a v1 file is refused by this build, migrates to
+// v2 with every object, index, RV and a count, passes v2's check; the
+// revert gives a v1 file that passes v1's check and is refused again
+// (never half readable); and up again is readable with the same content.
+func TestMigrateV1ToV2AndBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	want := writeV1(t, path, 200)
+	if _, err := cachefile.Open(path, cachefile.Options{NoSync: true}); !errors.Is(err, cachefile.ErrNeedsMigration) {
+		t.Fatalf("a v1 file: want ErrNeedsMigration, got %v", err)
+	}
+	v1Dump := dump(t, path)
+	rep, err := migrations.Migrate(path, opts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.From != 1 || rep.To != cachefile.Version || len(rep.Steps) != 1 || !rep.Steps[0].Rewrite {
+		t.Fatalf("report %+v", rep)
+	}
+	verifyV1(t, path, want)
+	db, err := cachefile.Open(path, cachefile.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := db.Info()
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, si := range info.Stores {
+		if si.RV != "" && si.RVUpdatedAt.IsZero() {
+			t.Errorf("store %s: rv-updated-at not set from updated-at", si.Name)
+		}
+		if si.Objects == 0 {
+			t.Errorf("store %d %s: count 0", i, si.Name)
+		}
+	}
+
+	o := opts()
+	o.Target = u64(1)
+	rep, err = migrations.Migrate(path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Steps) != 1 || !rep.Steps[0].Revert || rep.To != 1 {
+		t.Fatalf("revert report %+v", rep)
+	}
+	if d := diffDumps(v1Dump, dump(t, path)); d != "" {
+		t.Fatalf("the revert does not give back the v1 file:\n%s", d)
+	}
+	if _, err := cachefile.Open(path, cachefile.Options{ReadOnly: true}); !errors.Is(err, cachefile.ErrNeedsMigration) {
+		t.Fatalf("after the revert: want ErrNeedsMigration, got %v", err)
+	}
+	if _, err := migrations.Migrate(path, opts()); err != nil {
+		t.Fatal(err)
+	}
+	verifyV1(t, path, want)
+}
+
+// TestRevertRefusesEncryptedRecords: v1 has no place for a record's key
+// id, so the revert refuses, naming the record, and leaves the file as it was.
+func TestRevertRefusesEncryptedRecords(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	writeV1(t, path, 20)
+	if _, err := migrations.Migrate(path, opts()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Update(func(tx *bolt.Tx) error {
+		bs, err := cachefile.StoreTx(tx, "pods")
+		if err != nil {
+			return err
+		}
+		k, v := bs.Objects.Cursor().First()
+		rec, err := cachefile.DecodeRecord(k, v)
+		if err != nil {
+			return err
+		}
+		rec.KeyID = "key-1"
+		enc, err := cachefile.EncodeRecord(k, rec)
+		if err != nil {
+			return err
+		}
+		return bs.Objects.Put(append([]byte(nil), k...), enc)
+	})
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := stateOf(t, path)
+	o := opts()
+	o.Target = u64(1)
+	if _, err := migrations.Migrate(path, o); !errors.Is(err, migrations.ErrIrreversible) {
+		t.Fatalf("want ErrIrreversible, got %v", err)
+	}
+	if !stateOf(t, path).equal(before) {
+		t.Fatal("a refused revert changed the file")
+	}
+}

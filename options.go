@@ -1,0 +1,65 @@
+package boltinformer
+
+import (
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/boltinformer/boltinformer/reflector"
+)
+
+// DefaultBatchSize is the most deltas one commit applies (group commit).
+const DefaultBatchSize = 500
+
+// InformerOptions configure one informer.
+type InformerOptions struct {
+	// StoreName names the informer's store in the file. It defaults to the
+	// object's kind, version and group ("Pod.v1", "Deployment.v1.apps") and
+	// must be set when two informers of one type use different selectors.
+	StoreName string
+	// Namespace, LabelSelector and FieldSelector describe what the
+	// ListerWatcher returns. They are the store's identity: opening a store
+	// with a different identity empties it and relists, so objects cached
+	// under another selector are never reused. A ListerWatcher bakes its
+	// selectors in where boltinformer cannot see them: callers must state
+	// them here.
+	Namespace     string
+	LabelSelector string
+	FieldSelector string
+	// Resource is the plural resource name, recorded for cachectl.
+	Resource string
+
+	// ResyncPeriod is the default handler resync period (0: never).
+	ResyncPeriod time.Duration
+	// Indexers are the informer's indexes; IndexVersions tag their
+	// definitions (change a tag to rebuild that index on the next start).
+	Indexers      cache.Indexers
+	IndexVersions map[string]string
+
+	// DisableReplay turns off the warm-start replay: handlers registered
+	// before Run then see only changes made after the stored state.
+	DisableReplay bool
+	// HotCacheBytes sizes the optional cache of decoded objects (0: off).
+	// Objects it returns are shared and must not be mutated.
+	HotCacheBytes int64
+	// PageSize is the LIST page size of a relist (default 500).
+	PageSize int64
+	// WatchList chooses how a relist gets its snapshot.
+	WatchList reflector.WatchListMode
+	// BatchSize is the most deltas one bbolt transaction applies.
+	BatchSize int
+	// WatchEstablishedAfter is how long a WATCH resumed from the stored
+	// resourceVersion must run without an ERROR event before HasSynced turns
+	// true (an apiserver accepts a WATCH from an expired resourceVersion and
+	// sends 410 as its first event). Zero means
+	// reflector.DefaultWatchEstablishedAfter; raise it on a heavily loaded
+	// apiserver.
+	WatchEstablishedAfter time.Duration
+
+	// Clock drives resync and backoff; clock.RealClock if nil.
+	Clock clock.WithTicker
+	// Logger is the informer's logger; the cache's if nil.
+	Logger *klog.Logger
+}

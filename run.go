@@ -1,0 +1,266 @@
+package boltinformer
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/boltinformer/boltinformer/deltafifo"
+	"github.com/boltinformer/boltinformer/processor"
+	"github.com/boltinformer/boltinformer/reflector"
+)
+
+// Run runs the informer until stopCh is closed.
+func (inf *Informer) Run(stopCh <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stopCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	inf.RunWithContext(ctx)
+}
+
+// RunWithContext runs the informer until ctx is done and returns only after
+// every goroutine it started has exited. It goes through three steps:
+// start (build the queue and reflector from the store's state, start the
+// processor and the reflector), replay (on a warm start, the stored objects
+// to the handlers registered so far) and process (apply what the queue
+// holds until ctx is done and the queue is drained).
+func (inf *Informer) RunWithContext(ctx context.Context) {
+	ctx, logger := inf.runContext(ctx)
+
+	// The processor stops strictly after the process loop, as client-go's
+	// does after its controller: the loop distributes until it returns.
+	procCtx, stopProcessor := context.WithCancel(context.WithoutCancel(ctx))
+	var procWG sync.WaitGroup
+	defer procWG.Wait()
+	defer stopProcessor()
+
+	var wg sync.WaitGroup
+	p := inf.startAndReplay(ctx, logger, func(p *pipeline) {
+		procWG.Go(func() { inf.processor.Run(procCtx) })
+		// The reflector starts before the replay: while stored objects
+		// stream from disk, its watch is being established. Its deltas wait
+		// in the queue until the process loop starts.
+		wg.Go(func() {
+			if err := p.refl.Run(ctx); err != nil {
+				logger.Error(err, "Reflector stopped")
+			}
+		})
+		wg.Go(func() { inf.resyncLoop(ctx, p.queue, p.checkPeriod) })
+		wg.Go(func() {
+			<-ctx.Done()
+			p.queue.Close()
+		})
+	})
+	if p == nil {
+		return
+	}
+	inf.processLoop(ctx, p.queue)
+	wg.Wait()
+	// Mark the informer stopped before the deferred calls stop the
+	// processor: from now on AddEventHandler fails with ErrStopped instead
+	// of reaching a stopped processor.
+	inf.markStopped()
+}
+
+// runContext gives ctx the informer's logger: its own if InformerOptions
+// set one or ctx has none, otherwise ctx's with the store's name.
+func (inf *Informer) runContext(ctx context.Context) (context.Context, klog.Logger) {
+	logger := klog.FromContext(ctx)
+	if inf.opts.Logger != nil || logger.GetSink() == nil {
+		logger = inf.logger
+	} else {
+		logger = klog.LoggerWithValues(logger, "store", inf.name)
+	}
+	return klog.NewContext(ctx, logger), logger
+}
+
+// pipeline is what one Run builds: the queue between reflector and process
+// loop, the reflector, and the state of the store it started from.
+type pipeline struct {
+	queue       *deltafifo.Queue
+	refl        *reflector.Reflector
+	rv          string // the stored RV at start
+	relisting   bool   // a relist was begun and not finished
+	reason      string // that relist's reason
+	warm        *warmStart
+	checkPeriod time.Duration
+}
+
+// startAndReplay is the hand-off between Run and handlers added while it
+// runs. Holding startedMu, it builds the pipeline and marks the informer
+// started, and it takes blockDeltas before it releases startedMu. With
+// blockDeltas held it calls launch (which starts the processor and the
+// reflector), replays the stored objects on a warm start, and only then
+// releases blockDeltas. It returns nil if the informer must not run.
+//
+// Invariant: every handler sees every stored object exactly once. A handler
+// added before started is set receives the objects from this replay; one
+// added after it sees started, waits for blockDeltas and replays the store
+// to itself alone (AddEventHandlerWithOptions); and no delta is applied in
+// between, since applying a batch takes blockDeltas too.
+func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, launch func(*pipeline)) *pipeline {
+	inf.startedMu.Lock()
+	p := inf.newPipelineLocked(logger)
+	if p == nil {
+		inf.startedMu.Unlock()
+		return nil
+	}
+	inf.refl = p.refl
+	inf.started, inf.running = true, true
+	inf.blockDeltas.Lock()
+	inf.startedMu.Unlock()
+	defer inf.blockDeltas.Unlock()
+
+	launch(p)
+	switch {
+	case p.warm.warm:
+		logger.Info("Resuming watch from the stored resourceVersion", "resourceVersion", p.rv, "replay", !inf.opts.DisableReplay)
+		if !inf.opts.DisableReplay {
+			inf.replayStored(ctx, logger)
+		}
+		p.warm.replayed()
+	case p.relisting:
+		logger.Info("Relisting: the last relist did not finish", "reason", p.reason)
+	default:
+		logger.Info("Relisting: the store has no resourceVersion (cold start)")
+	}
+	return p
+}
+
+// newPipelineLocked reads the store's state and builds the queue and the
+// reflector, or returns nil if the informer has already run or the state
+// cannot be read. The caller holds startedMu.
+func (inf *Informer) newPipelineLocked(logger klog.Logger) *pipeline {
+	if inf.started || inf.stopped {
+		logger.Info("Warning: the informer has started, run more than once is not allowed")
+		return nil
+	}
+	rv, rvErr := inf.store.ResourceVersion()
+	relisting, reason, relErr := inf.store.RelistInProgress()
+	if err := errors.Join(rvErr, relErr); err != nil {
+		logger.Error(err, "Cannot read the store's state; not starting")
+		return nil
+	}
+	// A warm start is synced once the replay is distributed and the watch
+	// from the stored RV is established; the two run at the same time.
+	warm := &warmStart{warm: rv != "" && !relisting, synced: inf.markSynced}
+	queue := deltafifo.NewQueue(deltafifo.QueueOptions{
+		Logger:                &logger,
+		Name:                  inf.name,
+		KeyFunction:           cache.DeletionHandlingMetaNamespaceKeyFunc,
+		Transformer:           inf.transform,
+		AtomicEvents:          true,
+		UnlockWhileProcessing: true,
+		EmitDeltaTypeBookmark: true,
+		BatchSize:             inf.opts.BatchSize,
+	})
+	refl := reflector.New(inf.lw, inf.objType, queue, reflector.Options{
+		Name:                  inf.name,
+		StartRV:               rv,
+		MustRelist:            relisting,
+		PageSize:              inf.opts.PageSize,
+		WatchList:             inf.opts.WatchList,
+		Clock:                 inf.clock,
+		Logger:                &logger,
+		Metrics:               reflectorMetrics{inf},
+		WatchErrorHandler:     inf.watchErrorHandler,
+		OnWatchEstablished:    func(string) { warm.watchEstablished() },
+		WatchEstablishedAfter: inf.opts.WatchEstablishedAfter,
+	})
+	return &pipeline{
+		queue: queue, refl: refl, rv: rv, relisting: relisting, reason: reason, warm: warm,
+		checkPeriod: inf.processor.FreezeResyncCheckPeriod(),
+	}
+}
+
+// replayStored streams the stored objects from disk to every handler as
+// initial-list adds. The caller holds blockDeltas (see startAndReplay).
+func (inf *Informer) replayStored(ctx context.Context, logger klog.Logger) {
+	start, n := inf.clock.Now(), 0
+	err := inf.store.ForEach(func(obj interface{}) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		n++
+		inf.processor.Distribute(processor.Add{Obj: obj, IsInInitialList: true})
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		logger.Error(err, "Warm-start replay failed; handlers missed stored objects")
+	}
+	if err == nil {
+		inf.metrics.observeReplay(replayWarmStart, inf.clock.Since(start))
+	}
+	logger.V(2).Info("Replayed stored objects", "objects", n)
+}
+
+// markStopped records that Run is over: no handler or indexer may be added.
+func (inf *Informer) markStopped() {
+	inf.startedMu.Lock()
+	defer inf.startedMu.Unlock()
+	inf.stopped, inf.running = true, false
+}
+
+// warmStart gates HasSynced on a warm start: both the replay from disk and
+// the watch from the stored RV must be done, in either order.
+type warmStart struct {
+	warm   bool
+	synced func()
+	// mu guards the two flags.
+	mu                 sync.Mutex
+	replayDone         bool
+	watchIsEstablished bool
+}
+
+func (w *warmStart) replayed() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.replayDone = true
+	w.markIfReadyLocked()
+}
+
+func (w *warmStart) watchEstablished() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.watchIsEstablished = true
+	w.markIfReadyLocked()
+}
+
+// markIfReadyLocked marks the informer synced once both are done. The
+// caller holds w.mu.
+func (w *warmStart) markIfReadyLocked() {
+	if w.warm && w.replayDone && w.watchIsEstablished {
+		w.synced()
+	}
+}
+
+// resyncLoop asks the queue for a resync whenever a handler is due.
+func (inf *Informer) resyncLoop(ctx context.Context, queue *deltafifo.Queue, period time.Duration) {
+	if period <= 0 {
+		return
+	}
+	t := inf.clock.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			if inf.processor.ShouldResync() {
+				if err := queue.Resync(); err != nil && !errors.Is(err, deltafifo.ErrClosed) {
+					inf.logger.Error(err, "Resync failed")
+				}
+			}
+		}
+	}
+}
