@@ -29,8 +29,9 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Logger is the cache's logger; klog.Background() if nil.
 	Logger *klog.Logger
-	// OnCorruption says what to do with a damaged cache file (see
-	// CorruptionPolicy); the default fails.
+	// OnCorruption says what to do with a damaged cache file, and what an
+	// informer does when a stored record fails its checksum at a warm
+	// start (see CorruptionPolicy); the default fails.
 	OnCorruption CorruptionPolicy
 	// Now is the clock for file names and timestamps; time.Now if nil.
 	Now func() time.Time
@@ -41,19 +42,24 @@ type Options struct {
 	AdminSocket string
 }
 
-// CorruptionPolicy says what Open does with a damaged cache file: a
-// truncated file, a bad meta or page, or bbolt structure that does not hold.
+// CorruptionPolicy says what Open does with a damaged cache file (a
+// truncated file, a bad meta or page, bbolt structure that does not hold),
+// and what an informer does when, before it resumes from the stored RV, a
+// stored record fails its CRC-32C.
 type CorruptionPolicy uint8
 
 const (
 	// FailOnCorruption makes Open fail with an error wrapping
-	// cachefile.ErrCorruptFile that names the file and the damage. Nothing
-	// is written to the file: an operator can inspect it (cachectl check).
+	// cachefile.ErrCorruptFile that names the file and the damage, and an
+	// informer whose store holds a damaged record not start (it logs the
+	// store and key, and IsStopped reports true). Nothing is written to
+	// the file: an operator can inspect it (cachectl check).
 	FailOnCorruption CorruptionPolicy = iota
 	// RebuildOnCorruption moves the damaged file aside as
 	// NAME.corrupt-TIMESTAMP (kept for inspection), logs it, and starts a
-	// new file: every informer then cold-starts with a relist. A file that
-	// is not a cache file at all, or is locked, is never moved.
+	// new file: every informer then cold-starts with a relist. A store with
+	// a damaged record is emptied and relists. A file that is not a cache
+	// file at all, or is locked, is never moved.
 	RebuildOnCorruption
 )
 

@@ -33,6 +33,8 @@ type Informer struct {
 	clock     clock.WithTicker
 	logger    klog.Logger
 	metrics   *storeMetrics
+	// onCorruption is the cache's policy for a damaged record (Options.OnCorruption).
+	onCorruption CorruptionPolicy
 
 	// startedMu guards the fields below it. Lock order: startedMu, then blockDeltas.
 	startedMu         sync.Mutex
@@ -110,15 +112,16 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 		logger.Info("Rebuilt indexes from disk", "rebuilt", r.RebuiltIndexes, "dropped", r.DroppedIndexes, "duration", r.RebuildDuration)
 	}
 	inf := &Informer{
-		lw:      lw,
-		objType: exampleObject,
-		gvk:     gvk,
-		opts:    opts,
-		name:    opts.StoreName,
-		store:   store,
-		clock:   opts.Clock,
-		logger:  logger,
-		synced:  make(chan struct{}),
+		lw:           lw,
+		objType:      exampleObject,
+		gvk:          gvk,
+		opts:         opts,
+		name:         opts.StoreName,
+		store:        store,
+		clock:        opts.Clock,
+		logger:       logger,
+		onCorruption: c.opts.OnCorruption,
+		synced:       make(chan struct{}),
 		processor: processor.New(processor.Options{
 			ResyncPeriod: opts.ResyncPeriod,
 			Clock:        opts.Clock,

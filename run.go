@@ -151,6 +151,15 @@ func (inf *Informer) newPipelineLocked(logger klog.Logger) *pipeline {
 		logger.Error(err, "Cannot read the store's state; not starting")
 		return nil
 	}
+	if rv != "" && !relisting {
+		ok, rebuilt := inf.checkStoredRecords(logger)
+		if !ok {
+			return nil
+		}
+		if rebuilt {
+			rv = "" // the store is empty and relists
+		}
+	}
 	// A warm start is synced once the replay is distributed and the watch
 	// from the stored RV is established; the two run at the same time.
 	warm := &warmStart{warm: rv != "" && !relisting, synced: inf.markSynced}
@@ -181,6 +190,31 @@ func (inf *Informer) newPipelineLocked(logger klog.Logger) *pipeline {
 		queue: queue, refl: refl, rv: rv, relisting: relisting, reason: reason, warm: warm,
 		checkPeriod: inf.processor.FreezeResyncCheckPeriod(),
 	}
+}
+
+// checkStoredRecords verifies every stored record's checksum before the
+// informer resumes from the stored RV, so that a damaged record is never
+// served as data (DESIGN invariant 7). It reports whether the informer may
+// start; on damage it follows OnCorruption: fail (the informer does not
+// start and says why), or rebuild (the store is emptied and relists).
+// The caller holds startedMu.
+func (inf *Informer) checkStoredRecords(logger klog.Logger) (ok, rebuilt bool) {
+	err := inf.store.CheckRecords()
+	if err == nil {
+		return true, false
+	}
+	if inf.onCorruption != RebuildOnCorruption {
+		logger.Error(err, "Stored record is damaged; not starting (Options.OnCorruption is FailOnCorruption: inspect the file with cachectl check, or set RebuildOnCorruption)")
+		inf.stopped = true
+		return false, false
+	}
+	logger.Error(err, "Stored record is damaged; emptying the store, it relists")
+	if rerr := inf.store.Reset(); rerr != nil {
+		logger.Error(rerr, "Cannot empty the damaged store; not starting")
+		inf.stopped = true
+		return false, false
+	}
+	return true, true
 }
 
 // replayStored streams the stored objects from disk to every handler as

@@ -99,21 +99,13 @@ func (s *Store) Replace(list []interface{}, resourceVersion string) error {
 				kept[string(k)] = append([]byte(nil), v...)
 			}
 		}
-		if err := b.Reset(); err != nil {
+		if err := s.emptyTx(b); err != nil {
 			return err
 		}
 		for k, v := range kept {
 			if err := b.State.Put([]byte(k), v); err != nil {
 				return err
 			}
-		}
-		for _, n := range sortedNames(s.indexers) {
-			if _, err := b.Idx.CreateBucket([]byte(n)); err != nil {
-				return err
-			}
-		}
-		if err := s.putIndexersTx(b, s.indexVersions); err != nil {
-			return err
 		}
 		for _, o := range ops {
 			if _, _, err := s.applyTx(b, o, overwrite); err != nil {

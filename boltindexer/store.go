@@ -16,9 +16,6 @@ import (
 	"github.com/boltinformer/boltinformer/cachefile"
 )
 
-// Identity says what a store caches (see cachefile.Identity).
-type Identity = cachefile.Identity
-
 // StoreOptions configure one store in a DB.
 type StoreOptions struct {
 	// Object is an example of the type the store holds (e.g. &v1.Pod{}),
@@ -33,7 +30,7 @@ type StoreOptions struct {
 	// objects on open (change the tag when an IndexFunc's logic changes).
 	IndexVersions map[string]string
 	// Identity, when set, is compared with the stored identity on open.
-	Identity *Identity
+	Identity *cachefile.Identity
 	// HotCacheBytes bounds the optional cache of decoded objects (0: off).
 	// Objects it returns are shared: callers must not mutate them.
 	HotCacheBytes int64
@@ -177,7 +174,7 @@ func (s *Store) Close() error {
 
 // prepareTx creates the store's buckets, applies the identity check and
 // brings the index buckets in line with the registered indexers.
-func (s *Store) prepareTx(tx *bolt.Tx, id *Identity) error {
+func (s *Store) prepareTx(tx *bolt.Tx, id *cachefile.Identity) error {
 	b, err := cachefile.CreateStoreTx(tx, string(s.name))
 	if err != nil {
 		return err

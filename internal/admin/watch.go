@@ -16,7 +16,6 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
 )
 
@@ -204,7 +203,7 @@ func (l *Local) storeVersion(store string) ([]byte, error) {
 }
 
 // keyObject is what a watch knows of a deleted object: its kind and key.
-func keyObject(key string, id *boltindexer.Identity) *unstructured.Unstructured {
+func keyObject(key string, id *cachefile.Identity) *unstructured.Unstructured {
 	ns, name, found := strings.Cut(key, "/")
 	if !found {
 		ns, name = "", key
