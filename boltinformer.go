@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
@@ -27,8 +28,13 @@ type Options struct {
 	// cache file's absolute path, so several Caches may share one
 	// Registerer; Close unregisters them.
 	Registerer prometheus.Registerer
-	// Logger is the cache's logger; klog.Background() if nil.
-	Logger *klog.Logger
+	// Logger receives every log line of the cache and its informers (their
+	// reflectors, queues and handler fan-out), so that a program logging
+	// through zap (zapr), controller-runtime or any other logr sink gets one
+	// format. A zero Logger (no sink) means klog.Background(), and then an
+	// informer's RunWithContext logs to the logger of its context if it has
+	// one, as client-go's informers do.
+	Logger logr.Logger
 	// OnCorruption says what to do with a damaged cache file, and what an
 	// informer does when a stored record fails its checksum at a warm
 	// start (see CorruptionPolicy); the default fails.
@@ -65,11 +71,14 @@ const (
 
 // Cache is one cache file and the informers that keep its stores current.
 type Cache struct {
-	db      *cachefile.DB
-	opts    Options
-	logger  klog.Logger
-	metrics *metrics
-	admin   *admin.Server
+	db     *cachefile.DB
+	opts   Options
+	logger klog.Logger
+	// loggerSet: Options.Logger was given; informers then ignore the
+	// logger of their Run context.
+	loggerSet bool
+	metrics   *metrics
+	admin     *admin.Server
 	// movedTo is where Open moved a damaged file (RebuildOnCorruption).
 	movedTo string
 
@@ -86,9 +95,9 @@ func Open(path string, opts Options) (*Cache, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	logger := klog.Background()
-	if opts.Logger != nil {
-		logger = *opts.Logger
+	logger, loggerSet := klog.Background(), opts.Logger.GetSink() != nil
+	if loggerSet {
+		logger = opts.Logger
 	}
 	dbOpts := cachefile.Options{LockTimeout: opts.LockTimeout, NoSync: opts.NoSync, Now: opts.Now}
 	db, err := cachefile.Open(path, dbOpts)
@@ -104,7 +113,7 @@ func Open(path string, opts Options) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{db: db, opts: opts, informers: map[string]*Informer{}, logger: logger, movedTo: movedTo}
+	c := &Cache{db: db, opts: opts, informers: map[string]*Informer{}, logger: logger, loggerSet: loggerSet, movedTo: movedTo}
 	c.metrics = newMetrics(c)
 	if opts.Registerer != nil {
 		if err := c.metrics.register(opts.Registerer); err != nil {

@@ -3,6 +3,7 @@ package boltinformer
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -10,14 +11,22 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 )
 
 // Scope is what a controller-runtime manager's cache.Options select for one
-// type: the namespace (empty: all) and the label and field selectors.
+// type: the namespace (empty: all) and the label and field selectors, and
+// whether a transform (DefaultTransform, ByObject.Transform) changes the
+// objects before they are stored.
 type Scope struct {
 	Namespace     string
 	LabelSelector string
 	FieldSelector string
+	// Transform, when not empty, names the transform; the store is then
+	// another one than the untransformed type's
+	// (`ConfigMap.v1{transform="strip"}`), as its objects differ. Change
+	// the name when the transform changes what it keeps.
+	Transform string
 }
 
 // ControllerRuntimeOptions configure Cache.NewInformerFunc.
@@ -31,7 +40,8 @@ type ControllerRuntimeOptions struct {
 	// identity: if they change and Scope does not say so, a watch resumed
 	// from the stored resourceVersion never deletes the stored objects that
 	// no longer match, and they stay in the cache forever. Keep Scope in
-	// step with cache.Options. nil means "all namespaces, no selectors".
+	// step with cache.Options, or let package ctrlcache derive it from them
+	// (ctrlcache.Options). nil means "all namespaces, no selectors".
 	//
 	// A manager that caches one type in several namespaces
 	// (DefaultNamespaces with more than one entry) makes one informer per
@@ -71,18 +81,18 @@ func (c *Cache) NewInformerFunc(opts ControllerRuntimeOptions) func(cache.Lister
 		if gvk.Empty() {
 			gvks, _, err := sch.ObjectKinds(obj)
 			if err != nil || len(gvks) == 0 {
-				return newFailedInformer(fmt.Errorf("%w: %T: %v", ErrUnknownKind, obj, err))
+				return c.FailedInformer(fmt.Errorf("%w: %T: %v", ErrUnknownKind, obj, err))
 			}
 			gvk = gvks[0]
 		}
 		io := opts.Defaults
 		io.StoreName = storeNameFor(gvk)
-		if io.Logger == nil {
-			io.Logger = &c.logger
-		}
 		if opts.Scope != nil {
 			s := opts.Scope(gvk)
 			io.Namespace, io.LabelSelector, io.FieldSelector = s.Namespace, s.LabelSelector, s.FieldSelector
+			if s.Transform != "" {
+				io.StoreName += "{transform=" + strconv.Quote(s.Transform) + "}"
+			}
 		}
 		io.ResyncPeriod = resync
 		io.Indexers = indexers
@@ -90,7 +100,7 @@ func (c *Cache) NewInformerFunc(opts ControllerRuntimeOptions) func(cache.Lister
 		example.GetObjectKind().SetGroupVersionKind(gvk)
 		inf, err := c.NewInformer(lw, example, io)
 		if err != nil {
-			return newFailedInformer(fmt.Errorf("boltinformer: informer for %s: %w", gvk, err))
+			return c.FailedInformer(fmt.Errorf("boltinformer: informer for %s: %w", gvk, err))
 		}
 		return inf
 	}
@@ -99,12 +109,8 @@ func (c *Cache) NewInformerFunc(opts ControllerRuntimeOptions) func(cache.Lister
 // failedInformer stands in for an informer that could not be made.
 type failedInformer struct {
 	err     error
+	logger  klog.Logger
 	indexer cache.Indexer
-}
-
-func newFailedInformer(err error) *failedInformer {
-	utilruntime.HandleError(err)
-	return &failedInformer{err: err, indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})}
 }
 
 func (f *failedInformer) AddEventHandler(cache.ResourceEventHandler) (cache.ResourceEventHandlerRegistration, error) {
@@ -124,11 +130,11 @@ func (f *failedInformer) GetIndexer() cache.Indexer        { return f.indexer }
 func (f *failedInformer) AddIndexers(cache.Indexers) error { return f.err }
 func (f *failedInformer) GetController() cache.Controller  { return failedController{f} }
 func (f *failedInformer) Run(stopCh <-chan struct{}) {
-	utilruntime.HandleError(f.err)
+	utilruntime.HandleErrorWithLogger(f.logger, f.err, "Informer cannot run")
 	<-stopCh
 }
 func (f *failedInformer) RunWithContext(ctx context.Context) {
-	utilruntime.HandleErrorWithContext(ctx, f.err, "Informer cannot run")
+	utilruntime.HandleErrorWithLogger(f.logger, f.err, "Informer cannot run")
 	<-ctx.Done()
 }
 func (f *failedInformer) HasSynced() bool                     { return false }
@@ -155,3 +161,19 @@ type failedChecker struct{}
 
 func (failedChecker) Name() string          { return "failed-informer" }
 func (failedChecker) Done() <-chan struct{} { return nil }
+
+// FailedInformer returns a cache.SharedIndexInformer that stands in for one
+// that could not be made, for APIs that cannot return an error (informer
+// factories, controller-runtime's NewInformer): it reports err through
+// utilruntime.HandleErrorWithLogger on the cache's logger now and whenever
+// it is run, refuses handlers with err, and never syncs, so that a wait for
+// the caches fails instead of caching nothing silently.
+func (c *Cache) FailedInformer(err error) cache.SharedIndexInformer {
+	utilruntime.HandleErrorWithLogger(c.logger, err, "Informer cannot be made")
+	return &failedInformer{err: err, logger: c.logger, indexer: cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})}
+}
+
+// DefaultStoreName is the store name an informer of gvk gets when
+// InformerOptions.StoreName is empty: Kind.version.group ("Pod.v1",
+// "Deployment.v1.apps").
+func DefaultStoreName(gvk schema.GroupVersionKind) string { return storeNameFor(gvk) }

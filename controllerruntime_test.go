@@ -59,3 +59,20 @@ func TestNewInformerFuncTakesIdentityFromScope(t *testing.T) {
 		t.Fatal("failed informer accepted a handler")
 	}
 }
+
+// TestNewInformerFuncScopeTransformNamesStore: a transformed type gets its
+// own store, never the untransformed one's.
+func TestNewInformerFuncScopeTransformNamesStore(t *testing.T) {
+	c, err := boltinformer.Open(filepath.Join(t.TempDir(), "c.db"), boltinformer.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	newInformer := c.NewInformerFunc(boltinformer.ControllerRuntimeOptions{
+		Scope: func(schema.GroupVersionKind) boltinformer.Scope { return boltinformer.Scope{Transform: "on"} },
+	})
+	inf := newInformer(newSource(t), &v1.Pod{}, 0, nil)
+	if name := inf.(*boltinformer.Informer).Name(); name != `Pod.v1{transform="on"}` {
+		t.Fatalf("store %q, want Pod.v1{transform=\"on\"}", name)
+	}
+}

@@ -1,6 +1,7 @@
 // Package boltinformer is a client-go informer whose cache lives on disk:
-// Open a cache file, make informers on it with Cache.NewInformer (or, for
-// controller-runtime, Cache.NewInformerFunc as cache.Options.NewInformer),
+// Open a cache file, make informers on it with Cache.NewInformer, get them
+// from client-go's informer factories (package factory), or, for
+// controller-runtime, through package ctrlcache,
 // and use them as any cache.SharedIndexInformer, with handlers, generated
 // listers and cache.WaitForCacheSync unchanged. The package owns the
 // informer's pipeline, reflector → deltafifo queue → process loop, which

@@ -35,6 +35,9 @@ type Informer struct {
 	metrics   *storeMetrics
 	// onCorruption is the cache's policy for a damaged record (Options.OnCorruption).
 	onCorruption CorruptionPolicy
+	// loggerSet: the cache's Options.Logger was given, so Run ignores the
+	// logger of its context.
+	loggerSet bool
 
 	// startedMu guards the fields below it. Lock order: startedMu, then blockDeltas.
 	startedMu         sync.Mutex
@@ -79,8 +82,8 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 		opts.Clock = clock.RealClock{}
 	}
 	logger := c.logger
-	if opts.Logger != nil {
-		logger = *opts.Logger
+	if opts.Logger.GetSink() != nil {
+		logger = opts.Logger
 	}
 	logger = klog.LoggerWithValues(logger, "store", opts.StoreName)
 
@@ -121,6 +124,7 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 		clock:        opts.Clock,
 		logger:       logger,
 		onCorruption: c.opts.OnCorruption,
+		loggerSet:    c.loggerSet,
 		synced:       make(chan struct{}),
 		processor: processor.New(processor.Options{
 			ResyncPeriod: opts.ResyncPeriod,

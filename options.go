@@ -4,10 +4,10 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/boltinformer/boltinformer/reflector"
+	"github.com/go-logr/logr"
 )
 
 // DefaultBatchSize is the most deltas one commit applies (group commit).
@@ -60,6 +60,6 @@ type InformerOptions struct {
 
 	// Clock drives resync and backoff; clock.RealClock if nil.
 	Clock clock.WithTicker
-	// Logger is the informer's logger; the cache's if nil.
-	Logger *klog.Logger
+	// Logger is the informer's logger; the cache's if zero (no sink).
+	Logger logr.Logger
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/boltinformer/boltinformer/deltafifo"
 	"github.com/boltinformer/boltinformer/processor"
 	"github.com/boltinformer/boltinformer/reflector"
+	"github.com/go-logr/logr"
 )
 
 // Run runs the informer until stopCh is closed.
@@ -72,14 +73,15 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 	inf.markStopped()
 }
 
-// runContext gives ctx the informer's logger: its own if InformerOptions
-// set one or ctx has none, otherwise ctx's with the store's name.
+// runContext gives ctx the informer's logger: its own when InformerOptions
+// or the cache's Options set one, otherwise the logger of ctx (with the
+// store's name) if it has one, as client-go's informers log.
 func (inf *Informer) runContext(ctx context.Context) (context.Context, klog.Logger) {
-	logger := klog.FromContext(ctx)
-	if inf.opts.Logger != nil || logger.GetSink() == nil {
-		logger = inf.logger
-	} else {
-		logger = klog.LoggerWithValues(logger, "store", inf.name)
+	logger := inf.logger
+	if inf.opts.Logger.GetSink() == nil && !inf.loggerSet {
+		if l, err := logr.FromContext(ctx); err == nil {
+			logger = klog.LoggerWithValues(l, "store", inf.name)
+		}
 	}
 	return klog.NewContext(ctx, logger), logger
 }

@@ -207,7 +207,7 @@ func (o *syncOptions) run(ctx context.Context, e *env) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	c, err := boltinformer.Open(o.db, boltinformer.Options{LockTimeout: o.timeout, Registerer: reg, AdminSocket: o.socket, Logger: &logger})
+	c, err := boltinformer.Open(o.db, boltinformer.Options{LockTimeout: o.timeout, Registerer: reg, AdminSocket: o.socket, Logger: logger})
 	if err != nil {
 		if errors.Is(err, cachefile.ErrLocked) {
 			return newError(cachefile.ErrLocked, "%s is locked by another process (waited %s): is another cachectl sync running on it?", o.db, o.timeout)

@@ -7,6 +7,11 @@
 // --db instead of listing everything again. It prints one "synced" line
 // (JSON) when its cache is ready, and one "stopped" line on SIGTERM.
 //
+// While it runs, the cache file is locked: read it through the admin socket
+// (--admin-socket, next to the file by default) with
+// `cachectl get configmaps -A --socket /tmp/agent.db.sock`, and scrape the
+// cache's metrics from --metrics-addr (/metrics).
+//
 //	go run ./examples/agent --kubeconfig ~/.kube/config --db /tmp/agent.db
 package main
 
@@ -15,12 +20,16 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -43,17 +52,25 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig file (default: in-cluster config)")
 	db := flag.String("db", "agent.db", "cache file")
 	namespace := flag.String("namespace", "", "namespace to watch (default: all)")
+	socket := flag.String("admin-socket", "", "unix socket serving the cache to cachectl --socket (default: the --db path + \".sock\"; \"-\" for none)")
+	metricsAddr := flag.String("metrics-addr", "127.0.0.1:9464", "address serving the cache's Prometheus metrics on /metrics (\"\" for none; port 0 picks one)")
 	klog.InitFlags(nil)
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *kubeconfig, *db, *namespace); err != nil {
+	switch *socket {
+	case "":
+		*socket = *db + ".sock"
+	case "-":
+		*socket = ""
+	}
+	if err := run(ctx, *kubeconfig, *db, *namespace, *socket, *metricsAddr); err != nil {
 		fmt.Fprintln(os.Stderr, "agent:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, kubeconfig, db, namespace string) error {
+func run(ctx context.Context, kubeconfig, db, namespace, socket, metricsAddr string) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
@@ -62,11 +79,24 @@ func run(ctx context.Context, kubeconfig, db, namespace string) error {
 	if err != nil {
 		return err
 	}
-	c, err := boltinformer.Open(db, boltinformer.Options{})
+	// The cache's metrics go to a registry of their own, served below.
+	registry := prometheus.NewRegistry()
+	c, err := boltinformer.Open(db, boltinformer.Options{AdminSocket: socket, Registerer: registry})
 	if err != nil {
 		return err
 	}
 	defer c.Close()
+	metricsURL := ""
+	if metricsAddr != "" {
+		l, err := net.Listen("tcp", metricsAddr)
+		if err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		srv := &http.Server{Handler: promhttp.HandlerFor(registry, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(l) }()
+		defer srv.Close()
+		metricsURL = "http://" + l.Addr().String() + "/metrics"
+	}
 
 	lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), "configmaps", namespace, fields.Everything())
 	inf, err := c.NewInformer(lw, &v1.ConfigMap{}, boltinformer.InformerOptions{
@@ -114,6 +144,7 @@ func run(ctx context.Context, kubeconfig, db, namespace string) error {
 	report("synced", map[string]any{
 		"storedObjects": onDisk, "startRV": startRV, "warmStart": startRV != "",
 		"syncSeconds": time.Since(start).Seconds(), "initialAdds": n.replayed.Load(),
+		"adminSocket": socket, "metrics": metricsURL,
 	})
 
 	go wait.UntilWithContext(ctx, func(ctx context.Context) {

@@ -192,7 +192,7 @@ type agent struct {
 }
 
 func startAgent(bin, kubeconfig, db string) (*agent, map[string]any, error) {
-	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--db", db, "--namespace", namespace, "-v=0")
+	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--db", db, "--namespace", namespace, "--metrics-addr", "127.0.0.1:0", "-v=0")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, nil, err

@@ -1,0 +1,110 @@
+package boltinformer_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/boltinformer/boltinformer"
+)
+
+// lines is a funcr logger's output.
+type lines struct {
+	mu  sync.Mutex
+	all []string
+}
+
+func (l *lines) logger() logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.all = append(l.all, prefix+" "+args)
+	}, funcr.Options{Verbosity: 10})
+}
+
+func (l *lines) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.all...)
+}
+
+func (l *lines) has(substr string) bool {
+	for _, s := range l.get() {
+		if strings.Contains(s, substr) {
+			return true
+		}
+	}
+	return false
+}
+
+// runLogged runs one informer on a new cache with opts, its Run context
+// carrying ctxLogger, until synced; it then stops it and closes the cache.
+func runLogged(t *testing.T, opts boltinformer.Options, ctxLogger logr.Logger) {
+	t.Helper()
+	src := newSource(t)
+	src.Add(testPod("ns", "a", "n1"))
+	opts.NoSync = true
+	c, err := boltinformer.Open(filepath.Join(t.TempDir(), "cache.db"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf, err := c.NewInformer(src, &v1.Pod{}, boltinformer.InformerOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), ctxLogger))
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
+	defer syncCancel()
+	synced := cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced)
+	cancel()
+	<-done
+	if !synced {
+		t.Fatal("informer did not sync")
+	}
+	c.FailedInformer(errors.New("a failed informer")) // logs through the cache's logger
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestOptionsLoggerReceivesEveryLine: with Options.Logger set, the
+// informer, its reflector and its queue log there (with the store's name),
+// and nothing goes to the logger of the Run context.
+func TestOptionsLoggerReceivesEveryLine(t *testing.T) {
+	var ours, ctxLines lines
+	runLogged(t, boltinformer.Options{Logger: ours.logger()}, ctxLines.logger())
+	for _, want := range []string{
+		`"msg"="Relisting: the store has no resourceVersion (cold start)" "store"="Pod.v1"`,
+		`"reflector"="Pod.v1"`, // the reflector's own lines, at V(2) and above
+		`"msg"="Informer cannot be made"`,
+	} {
+		if !ours.has(want) {
+			t.Errorf("Options.Logger has no line with %s; it has:\n%s", want, strings.Join(ours.get(), "\n"))
+		}
+	}
+	if got := ctxLines.get(); len(got) > 0 {
+		t.Errorf("the Run context's logger got %d lines although Options.Logger is set:\n%s", len(got), strings.Join(got, "\n"))
+	}
+}
+
+// TestZeroLoggerLogsToRunContext: without Options.Logger the informer logs
+// to its Run context's logger, as client-go's informers do.
+func TestZeroLoggerLogsToRunContext(t *testing.T) {
+	var ctxLines lines
+	runLogged(t, boltinformer.Options{}, ctxLines.logger())
+	if !ctxLines.has(`"msg"="Relisting: the store has no resourceVersion (cold start)" "store"="Pod.v1"`) {
+		t.Errorf("the Run context's logger lacks the informer's lines:\n%s", strings.Join(ctxLines.get(), "\n"))
+	}
+}

@@ -1,0 +1,349 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	crclient "sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/ctrlcache"
+)
+
+// TestCtrlCacheScopeMatchesRequests runs a controller-runtime cache whose
+// options (a default namespace and label selector, a ByObject label
+// selector for a cluster-scoped type) go through ctrlcache.Options, and
+// checks per type that the identity recorded in the store is exactly the
+// namespace and selectors of the LIST the cache sent, and that the store
+// holds what the apiserver lists with them.
+func TestCtrlCacheScopeMatchesRequests(t *testing.T) {
+	c := sharedCluster(t)
+	cl := newClient(t, c)
+	ns := newNamespace(t, cl, "e2e-scope")
+	createConfigMaps(t, cl, ns, 0, 16)
+	ctrllog.SetLogger(klog.Background())
+	cfg, hc, log := loggedConfig(t, c)
+	path := filepath.Join(t.TempDir(), "cache.db")
+	bc, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shards, err := labels.Parse("shard in (1,2)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := ctrlcache.Options(bc, cfg, crcache.Options{
+		HTTPClient:           hc,
+		DefaultNamespaces:    map[string]crcache.Config{ns: {}},
+		DefaultLabelSelector: shards,
+		ByObject: map[crclient.Object]crcache.ByObject{
+			&v1.Namespace{}: {Label: labels.SelectorFromSet(labels.Set{"kubernetes.io/metadata.name": ns})},
+		},
+	}, boltinformer.ControllerRuntimeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex // guards made
+	made := map[reflect.Type]*boltinformer.Informer{}
+	newInformer := opts.NewInformer
+	opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+		inf := newInformer(lw, obj, resync, idx)
+		if b, ok := inf.(*boltinformer.Informer); ok {
+			mu.Lock()
+			made[reflect.TypeOf(obj)] = b
+			mu.Unlock()
+		}
+		return inf
+	}
+	crc, err := crcache.New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	infs := map[string]*boltinformer.Informer{}
+	for resource, obj := range map[string]crclient.Object{"configmaps": &v1.ConfigMap{}, "namespaces": &v1.Namespace{}} {
+		if _, err := crc.GetInformer(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		b, ok := made[reflect.TypeOf(obj)]
+		mu.Unlock()
+		if !ok {
+			t.Fatalf("the cache made no boltinformer informer for %s", resource)
+		}
+		infs[resource] = b
+	}
+	done := make(chan error, 1)
+	go func() { done <- crc.Start(ctx) }()
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("cache: %v", err)
+			}
+		}
+	}
+	t.Cleanup(stop)
+	syncCtx, syncCancel := context.WithTimeout(ctx, syncTimeout)
+	defer syncCancel()
+	if !crc.WaitForCacheSync(syncCtx) {
+		t.Fatal("the cache did not sync")
+	}
+
+	info, err := bc.DB().Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	identities := map[string]*cachefile.Identity{}
+	for _, s := range info.Stores {
+		identities[s.Name] = s.Identity
+	}
+	for resource, inf := range infs {
+		id := identities[inf.Name()]
+		if id == nil {
+			t.Fatalf("store %s of %s has no identity", inf.Name(), resource)
+		}
+		lists := log.listsOf(resource)
+		if len(lists) != 1 {
+			t.Fatalf("%d LISTs of %s (%v), want 1", len(lists), resource, lists)
+		}
+		u, err := url.Parse(lists[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := boltinformer.Scope{LabelSelector: u.Query().Get("labelSelector"), FieldSelector: u.Query().Get("fieldSelector")}
+		if parts := strings.Split(u.Path, "/"); len(parts) > 4 && parts[3] == "namespaces" {
+			sent.Namespace = parts[4]
+		}
+		stored := boltinformer.Scope{Namespace: id.Namespace, LabelSelector: id.LabelSelector, FieldSelector: id.FieldSelector}
+		if stored != sent {
+			t.Errorf("%s: the store's identity is %+v, the cache listed with %+v (%s)", resource, stored, sent, lists[0])
+		}
+		t.Logf("%s: store %s, scope %+v", resource, inf.Name(), stored)
+	}
+	want := listObjects(t, cl, "configmaps", ns, metav1.ListOptions{LabelSelector: shards.String()})
+	eventually(t, convergeTimeout, "the ConfigMaps store to match the apiserver", func() string {
+		return diffRVs(rvs(want), rvs(storeObjects(infs["configmaps"])))
+	})
+	if n := len(storeObjects(infs["namespaces"])); n != 1 {
+		t.Errorf("the Namespaces store holds %d objects, want 1 (%s)", n, ns)
+	}
+
+	stop()
+	for _, inf := range infs {
+		boltindexertest.Verify(t, inf.Store())
+	}
+	if err := bc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	boltindexertest.CheckFile(t, path)
+}
+
+// exampleProcess is a running example program.
+type exampleProcess struct {
+	cmd            *exec.Cmd
+	stdout, stderr *syncBuffer
+	done           chan struct{}
+}
+
+func startExample(t *testing.T, bin string, args ...string) *exampleProcess {
+	t.Helper()
+	p := &exampleProcess{cmd: exec.Command(bin, args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// await waits until the process printed line on stdout.
+func (p *exampleProcess) await(t *testing.T, line string) {
+	t.Helper()
+	eventually(t, syncTimeout, "the example to print "+line, func() string {
+		select {
+		case <-p.done:
+			t.Fatalf("the example exited (%v):\nstdout:\n%s\nstderr:\n%s", p.cmd.ProcessState, p.stdout.String(), tail(p.stderr.String()))
+		default:
+		}
+		if !strings.Contains(p.stdout.String(), line) {
+			return "stdout so far:\n" + p.stdout.String()
+		}
+		return ""
+	})
+}
+
+// terminate sends SIGTERM and fails t unless the process exits 0.
+func (p *exampleProcess) terminate(t *testing.T) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(time.Minute):
+		t.Fatal("the example did not exit within a minute of SIGTERM")
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("the example exited %d:\n%s", code, tail(p.stderr.String()))
+	}
+}
+
+// buildExample builds one of examples/ into dir.
+func buildExample(t *testing.T, dir, name string) string {
+	t.Helper()
+	bin := filepath.Join(dir, filepath.Base(name))
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/boltinformer/boltinformer/examples/"+name)
+	cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -buildvcs=false"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build examples/%s: %v\n%s", name, err, out)
+	}
+	return bin
+}
+
+// TestControllerRuntimeExample builds and runs examples/controller-runtime
+// against the apiserver: it annotates every ConfigMap of its namespace,
+// serves the live cache to `cachectl --socket`, stops cleanly on SIGTERM,
+// and a second run starts from the file.
+func TestControllerRuntimeExample(t *testing.T) {
+	c := sharedCluster(t)
+	cl := newClient(t, c)
+	ns := newNamespace(t, cl, "e2e-example")
+	createConfigMaps(t, cl, ns, 0, 10)
+	dir := t.TempDir()
+	bin := buildExample(t, dir, "controller-runtime")
+	cachectlBin := buildCachectl(t, dir)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	writeKubeconfig(t, c.Config(), kubeconfig)
+	db := filepath.Join(dir, "ctrl.db")
+	args := []string{"--kubeconfig", kubeconfig, "--db", db, "--namespace", ns, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
+
+	annotated := func(want string) func() string {
+		return func() string {
+			for _, o := range listObjects(t, cl, "configmaps", ns, metav1.ListOptions{}) {
+				if got := o.(*v1.ConfigMap).Annotations["example.boltinformer.io/keys"]; got != want {
+					return keyOf(o) + " has keys annotation " + got + ", want " + want
+				}
+			}
+			return ""
+		}
+	}
+	p := startExample(t, bin, args...)
+	p.await(t, `"event":"synced"`)
+	eventually(t, convergeTimeout, "the example to annotate every ConfigMap", annotated("2"))
+	names := strings.Fields(string(cachectl(t, cachectlBin, "get", "configmaps", "-n", ns, "-o", "name", "--socket", db+".sock")))
+	if len(names) != 10 {
+		t.Fatalf("cachectl get --socket listed %d ConfigMaps, want 10: %v", len(names), names)
+	}
+	p.terminate(t)
+	if !strings.Contains(p.stdout.String(), `"event":"stopped"`) {
+		t.Fatalf("no stopped line:\n%s", p.stdout.String())
+	}
+
+	// Second run, from the file: a new key is counted.
+	cm, err := cl.CoreV1().ConfigMaps(ns).Get(context.Background(), cmName(0), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data["extra"] = "x"
+	if _, err := cl.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p = startExample(t, bin, args...)
+	p.await(t, `"event":"synced"`)
+	eventually(t, convergeTimeout, "the example to annotate the changed ConfigMap", func() string {
+		got, err := cl.CoreV1().ConfigMaps(ns).Get(context.Background(), cmName(0), metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		if a := got.Annotations["example.boltinformer.io/keys"]; a != "3" {
+			return "annotation " + a
+		}
+		return ""
+	})
+	p.terminate(t)
+	boltindexertest.CheckFile(t, db)
+}
+
+// TestAgentExample builds and runs examples/agent against the apiserver:
+// while it runs, its cache is readable through the admin socket it opens
+// next to the file, and its metrics are served; it stops cleanly on SIGTERM.
+func TestAgentExample(t *testing.T) {
+	c := sharedCluster(t)
+	cl := newClient(t, c)
+	ns := newNamespace(t, cl, "e2e-agent")
+	createConfigMaps(t, cl, ns, 0, 10)
+	dir := t.TempDir()
+	bin := buildExample(t, dir, "agent")
+	cachectlBin := buildCachectl(t, dir)
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	writeKubeconfig(t, c.Config(), kubeconfig)
+	db := filepath.Join(dir, "agent.db")
+	p := startExample(t, bin, "--kubeconfig", kubeconfig, "--db", db, "--namespace", ns, "--metrics-addr", "127.0.0.1:0")
+	p.await(t, `"event":"synced"`)
+	var synced struct {
+		AdminSocket string `json:"adminSocket"`
+		Metrics     string `json:"metrics"`
+	}
+	for _, line := range strings.Split(p.stdout.String(), "\n") {
+		if strings.Contains(line, `"event":"synced"`) {
+			if err := json.Unmarshal([]byte(line), &synced); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if synced.AdminSocket != db+".sock" {
+		t.Fatalf("admin socket %q, want %q", synced.AdminSocket, db+".sock")
+	}
+	names := strings.Fields(string(cachectl(t, cachectlBin, "get", "configmaps", "-n", ns, "-o", "name", "--socket", synced.AdminSocket)))
+	if len(names) != 10 {
+		t.Fatalf("cachectl get --socket listed %d ConfigMaps, want 10: %v", len(names), names)
+	}
+	resp, err := http.Get(synced.Metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %v %v", synced.Metrics, resp.Status, err)
+	}
+	if !strings.Contains(string(body), "boltinformer_") {
+		t.Fatalf("%s serves no boltinformer metric:\n%s", synced.Metrics, body)
+	}
+	p.terminate(t)
+	if !strings.Contains(p.stdout.String(), `"event":"stopped"`) {
+		t.Fatalf("no stopped line:\n%s", p.stdout.String())
+	}
+	boltindexertest.CheckFile(t, db)
+}
