@@ -8,12 +8,26 @@
 #                   relist, migration and compaction step (-tags failpoints)
 #   make bench      every scenario side by side with client-go: table, CSV, SVG chart in bench/out/
 #   make fuzz       every fuzz target for FUZZTIME
+#   make install    cachectl, "kubectl cache" and shell completions into PREFIX
 GO        ?= go
 FUZZTIME  ?= 20s
 BENCHTIME ?= 1s
 export GOFLAGS := -buildvcs=false
 
-.PHONY: all build test unit e2e e2e-deps failpoints lint fmt vet fuzz bench bench-micro bench-compare demo clean
+# Installation (GNU conventions): binaries in $(DESTDIR)$(BINDIR), shell
+# completions under $(DESTDIR)$(DATADIR). /usr/local/bin is where kubectl's
+# install guide puts kubectl; a user without root uses PREFIX=$$HOME/.local.
+PREFIX    ?= /usr/local
+BINDIR    ?= $(PREFIX)/bin
+DATADIR   ?= $(PREFIX)/share
+DESTDIR   ?=
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# dist: release archives and the krew manifest for these platforms.
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+DISTDIR   ?= dist
+RELEASE_URL ?= https://github.com/boltinformer/boltinformer/releases/download/$(VERSION)
+
+.PHONY: all build test unit e2e e2e-deps failpoints lint fmt vet fuzz bench bench-micro bench-compare demo clean install uninstall dist
 
 all: build
 
@@ -79,5 +93,27 @@ bench-compare:
 demo: e2e-deps
 	$(GO) run ./examples/demo
 
+## install: cachectl on the PATH; kubectl-cache (the same binary) so that `kubectl cache get pods --db …`
+## works; kubectl_complete-cache so that kubectl completes it; bash, zsh and fish completions.
+install:
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)/bash-completion/completions \
+		$(DESTDIR)$(DATADIR)/zsh/site-functions $(DESTDIR)$(DATADIR)/fish/vendor_completions.d
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(DESTDIR)$(BINDIR)/cachectl ./cmd/cachectl
+	ln -sf cachectl $(DESTDIR)$(BINDIR)/kubectl-cache
+	install -m 0755 hack/kubectl_complete-cache $(DESTDIR)$(BINDIR)/kubectl_complete-cache
+	$(DESTDIR)$(BINDIR)/cachectl completion bash > $(DESTDIR)$(DATADIR)/bash-completion/completions/cachectl
+	$(DESTDIR)$(BINDIR)/cachectl completion zsh > $(DESTDIR)$(DATADIR)/zsh/site-functions/_cachectl
+	$(DESTDIR)$(BINDIR)/cachectl completion fish > $(DESTDIR)$(DATADIR)/fish/vendor_completions.d/cachectl.fish
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/cachectl $(DESTDIR)$(BINDIR)/kubectl-cache $(DESTDIR)$(BINDIR)/kubectl_complete-cache \
+		$(DESTDIR)$(DATADIR)/bash-completion/completions/cachectl $(DESTDIR)$(DATADIR)/zsh/site-functions/_cachectl \
+		$(DESTDIR)$(DATADIR)/fish/vendor_completions.d/cachectl.fish
+
+## dist: a kubectl-cache archive per platform of PLATFORMS and the krew manifest for them
+## ($(DISTDIR)/cache.yaml, from plugins/cache.yaml), for a release at RELEASE_URL.
+dist:
+	@bash hack/dist.sh "$(VERSION)" "$(PLATFORMS)" "$(DISTDIR)" "$(RELEASE_URL)"
+
 clean:
-	rm -rf bin/
+	rm -rf bin/ dist/

@@ -1,6 +1,7 @@
 package migrations
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -36,13 +37,20 @@ type CompactReport struct {
 }
 
 // Compact copies the bbolt file src into a new file without its free pages
-// (bbolt's Compact), checks the copy, fsyncs it and renames it to dst. An
-// empty dst, or dst naming src, compacts in place. The rename is the only
+// (leaves filled as bbolt's Compact fills them), checks the copy, fsyncs it
+// and renames it to dst. An empty dst, or dst naming src, compacts in place. The rename is the only
 // change to dst, so after a crash dst is either the old file or the
 // complete compacted one. Compact holds src's exclusive lock throughout and
 // dst's too when it replaces an existing file (Force), so it fails with
 // cachefile.ErrLocked while a process uses either. It works on any schema version.
 func Compact(src, dst string, opts CompactOptions) (rep CompactReport, err error) {
+	return CompactContext(context.Background(), src, dst, opts)
+}
+
+// CompactContext is Compact that stops when ctx ends (SIGINT): between two
+// transactions of the copy, or before the rename; it then removes the
+// partial copy, leaves src and dst as they were, and returns ctx's error.
+func CompactContext(ctx context.Context, src, dst string, opts CompactOptions) (rep CompactReport, err error) {
 	start := time.Now()
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = cachefile.DefaultLockTimeout
@@ -98,7 +106,7 @@ func Compact(src, dst string, opts CompactOptions) (rep CompactReport, err error
 	if err != nil {
 		return rep, err
 	}
-	err = bolt.Compact(work, db, opts.TxMaxSize)
+	err = compactCopy(ctx, work, db, opts.TxMaxSize)
 	if err == nil {
 		err = work.View(func(tx *bolt.Tx) error { return checkFile(tx, version) })
 		if err != nil {

@@ -1,6 +1,7 @@
 package migrations
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -37,6 +38,9 @@ type Options struct {
 	// TxMaxSize bounds the bytes per transaction of a rewrite; zero means
 	// DefaultTxMaxSize.
 	TxMaxSize int
+
+	// ctx is MigrateContext's; nil means context.Background().
+	ctx context.Context
 }
 
 func (o Options) complete() Options {
@@ -51,6 +55,9 @@ func (o Options) complete() Options {
 	}
 	if o.TxMaxSize <= 0 {
 		o.TxMaxSize = DefaultTxMaxSize
+	}
+	if o.ctx == nil {
+		o.ctx = context.Background()
 	}
 	return o
 }
@@ -153,6 +160,15 @@ func Migrate(path string, opts Options) (Report, error) {
 	return migrate(path, opts.complete(), registry, cachefile.Version)
 }
 
+// MigrateContext is Migrate that stops when ctx ends (SIGINT): before a
+// step, or within a rewrite between two of its transactions, whose partial
+// copy it removes. The file is then at the version of the last completed
+// step, complete, and the error is ctx's.
+func MigrateContext(ctx context.Context, path string, opts Options) (Report, error) {
+	opts.ctx = ctx
+	return migrate(path, opts.complete(), registry, cachefile.Version)
+}
+
 func migrate(path string, opts Options, steps []step, current uint64) (rep Report, err error) {
 	start := time.Now()
 	rep = Report{Path: path}
@@ -193,6 +209,9 @@ func migrate(path string, opts Options, steps []step, current uint64) (rep Repor
 		}
 	}
 	for _, p := range ps {
+		if err := opts.ctx.Err(); err != nil {
+			return rep, fmt.Errorf("migrate %s: stopped before v%d to v%d: %w", path, p.From, p.To, err)
+		}
 		e := &env{path: path, scratchPath: path + scratchSuffix, now: opts.Now(), writer: opts.Writer, txMaxSize: opts.TxMaxSize}
 		if fi, err := os.Stat(path); err == nil {
 			e.size = fi.Size()
@@ -200,7 +219,7 @@ func migrate(path string, opts Options, steps []step, current uint64) (rep Repor
 		if p.inPlace != nil {
 			err = runInPlace(db, p, e)
 		} else {
-			err = runRewrite(db, p, e, opts.NoSync)
+			err = runRewrite(opts.ctx, db, p, e, opts.NoSync)
 			_ = db.Close()
 			db = nil
 			if err == nil {
@@ -230,13 +249,19 @@ func runInPlace(db *bolt.DB, p plannedStep, e *env) error {
 
 // runRewrite fills a new file from the old one, checks it, and renames it
 // over the old one. The old file stays untouched until the rename.
-func runRewrite(db *bolt.DB, p plannedStep, e *env, noSync bool) error {
+func runRewrite(ctx context.Context, db *bolt.DB, p plannedStep, e *env, noSync bool) error {
 	work, err := createWork(e.path+tmpSuffix, e.size)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = removeIfExists(e.scratchPath) }()
+	stop := closeOnCancel(ctx, work)
 	err = db.View(func(src *bolt.Tx) error { return p.rewrite(src, work, e) })
+	if cerr := stop(); cerr != nil {
+		discardWork(work)
+		_ = removeIfExists(e.path + tmpSuffix) // a closed work file forgets its path
+		return cerr
+	}
 	if err == nil {
 		err = work.View(func(tx *bolt.Tx) error { return checkResult(tx, p.To) })
 	}
@@ -290,4 +315,14 @@ func zeroLength(path string) (bool, error) {
 		return false, fmt.Errorf("open %s: %w", path, err)
 	}
 	return fi.Mode().IsRegular() && fi.Size() == 0, nil
+}
+
+// Versions returns the oldest schema version Migrate starts from and the
+// newest it reaches (the version this build writes).
+func Versions() (oldest, newest uint64) {
+	oldest = cachefile.Version
+	for _, s := range registry {
+		oldest = min(oldest, s.from)
+	}
+	return oldest, cachefile.Version
 }

@@ -79,16 +79,21 @@ file.`,
 	return cmd
 }
 
-// checkReport collects what check found.
+// checkReport collects what check found. A problem is counted once:
+// the raw check (CheckTx) and the decoding pass may find the same one, and
+// the second report wraps the first's text.
 type checkReport struct {
 	max      int
 	problems []string
+	// found counts every report, repeats included (a phase's verdict).
+	found int
 }
 
 func (r *checkReport) add(p string) bool {
+	r.found++
 	for _, q := range r.problems {
-		if q == p {
-			return !r.full() // found twice (by CheckTx and by decoding)
+		if strings.Contains(p, q) {
+			return !r.full() // found again, wrapped by decoding or Verify
 		}
 	}
 	if len(r.problems) < r.max {
@@ -186,6 +191,7 @@ func checkDB(ctx context.Context, e *env, l *admin.Local, path string, maxProble
 		prog.finish()
 		return fmt.Errorf("check %s: %w", path, err)
 	}
+	prog.clear()
 	fmt.Fprintf(out, "%s: schema v%d, %s, %d store(s), %d object(s)\n", path, info.SchemaVersion, humanBytes(info.Size), len(info.Stores), total)
 	fmt.Fprintf(out, "  pages, freelist, records, index entries, resource versions: %s\n", verdict(len(rep.problems)))
 
@@ -193,14 +199,15 @@ func checkDB(ctx context.Context, e *env, l *admin.Local, path string, maxProble
 		if rep.full() || ctx.Err() != nil {
 			break
 		}
-		before := len(rep.problems)
+		before := rep.found
 		prog.setLabel("decoding "+s.Name, int64(s.Objects))
 		what, err := checkStore(ctx, l.DB(), s, l.Keys(), rep, prog)
 		if err != nil {
 			prog.finish()
 			return err
 		}
-		fmt.Fprintf(out, "  store %s: %d object(s) %s: %s\n", s.Name, s.Objects, what, verdict(len(rep.problems)-before))
+		prog.clear()
+		fmt.Fprintf(out, "  store %s: %d object(s) %s: %s\n", s.Name, s.Objects, what, verdict(rep.found-before))
 	}
 	prog.finish()
 	if err := ctx.Err(); err != nil {

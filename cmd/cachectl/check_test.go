@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 
@@ -40,6 +41,83 @@ func TestCheckLargeProgress(t *testing.T) {
 	}
 	unchanged(t, largeFile, before)
 	// Piped, check says nothing on stderr (TestCheckOK asserts it with ok).
+}
+
+// screen renders what a terminal shows for output with carriage returns:
+// each \r goes back to the start of the line, and text overwrites it.
+func screen(output string) string {
+	var lines []string
+	for _, l := range strings.Split(output, "\n") {
+		var row []rune
+		col := 0
+		for _, r := range l {
+			if r == '\r' {
+				col = 0
+				continue
+			}
+			if col < len(row) {
+				row[col] = r
+			} else {
+				row = append(row, r)
+			}
+			col++
+		}
+		lines = append(lines, strings.TrimRight(string(row), " "))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// TestCheckProgressErased: on a terminal (stdout and stderr on one
+// screen), every report line shows without a trace of the progress line,
+// with problems found too.
+func TestCheckProgressErased(t *testing.T) {
+	for _, path := range []string{largeFile, corrupt(t, func(pods *bolt.Bucket) error {
+		return pods.Bucket(cachefile.ObjectsBucket).Put([]byte("default/web-1"), []byte("garbage"))
+	})} {
+		piped := cachectl(t, "check", "--db", path)
+		r := cachectlWith(t, runOpts{terminal: true, oneTerminal: true}, "check", "--db", path)
+		if !strings.Contains(r.stdout, "\rdecoding v1/Pod") {
+			t.Errorf("no progress drawn: %q", r.stdout)
+		}
+		// Durations differ between runs.
+		norm := func(s string) string { return regexp.MustCompile(`OK \(.*\)`).ReplaceAllString(s, "OK") }
+		if got, want := norm(screen(r.stdout)), norm(piped.stdout+piped.stderr); got != want {
+			t.Errorf("the terminal shows:\n%s\nwant:\n%s", got, want)
+		}
+	}
+}
+
+// TestCheckCountsOnce: a damaged record of a store whose IndexFuncs check
+// knows is found by the raw check and again by decoding (Verify): one problem.
+func TestCheckCountsOnce(t *testing.T) {
+	for name, fn := range map[string]func(*bolt.Tx) error{
+		"corrupt record": func(tx *bolt.Tx) error {
+			return tx.Bucket(cachefile.StoresBucket).Bucket([]byte(admintest.SecretStore)).Bucket(cachefile.ObjectsBucket).Put([]byte("default/db-password"), []byte("garbage"))
+		},
+		"stale index value": func(tx *bolt.Tx) error {
+			return tx.Bucket(cachefile.StoresBucket).Bucket([]byte(admintest.SecretStore)).Bucket(cachefile.IndexBucket).Bucket([]byte("namespace")).Put([]byte("zzz\x00default/db-password"), nil)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := copyFile(t, fixtureFile)
+			db, err := bolt.Open(path, 0o600, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Update(fn); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Close(); err != nil {
+				t.Fatal(err)
+			}
+			r := cachectl(t, "check", "--db", path)
+			r.failed(t, 1, "check found 1 problem(s)")
+			if !strings.Contains(r.stdout, "\n1 problem(s):\n") || !strings.Contains(r.stdout, "store v1/Secret: 1 object(s)") ||
+				!strings.Contains(r.stdout, "re-derived: 1 problem(s)") && !strings.Contains(r.stdout, "decode: 1 problem(s)") {
+				t.Errorf("report:\n%s", r.stdout)
+			}
+		})
+	}
 }
 
 // corrupt applies fn to a copy of the fixture in one bbolt transaction.

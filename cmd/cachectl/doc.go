@@ -5,7 +5,9 @@
 // Command tree (one file per command, each with an options struct and
 // AddFlags):
 //
-//	cachectl get RESOURCE[,RESOURCE…] [NAME…]     get.go (resources.go, print.go)
+//	cachectl get RESOURCE[,RESOURCE…] [NAME…]     get.go (resources.go, print.go, columns.go:
+//	                                              kubectl's columns, customcolumns.go, warnings.go,
+//	                                              get_watch.go: -w through the admin socket)
 //	cachectl info                                 info.go
 //	cachectl check                                check.go
 //	cachectl compact [--to NEW]                   compact.go
@@ -13,7 +15,11 @@
 //	cachectl snapshot restore FILE --db PATH      snapshot_restore.go
 //	cachectl snapshot status FILE                 snapshot_status.go
 //	cachectl migrate [--dry-run]                  migrate.go
+//	cachectl version                              version.go
 //	cachectl completion bash|zsh|fish|powershell  cobra's
+//
+// Run as kubectl-cache (make install links it), it is the kubectl plugin
+// "kubectl cache" and names itself so in help and errors.
 //
 // Shared pieces: root.go (the tree, exit codes), source.go (--db,
 // --socket, --timeout and their error messages), progress.go.
@@ -27,7 +33,8 @@
 // one informer per --resource, typed (protobuf) for the types client-go
 // knows and dynamic (unstructured) for the rest.
 //
-// Exit codes: 0 success, 1 error, 2 usage error. Errors are one line on
+// Exit codes: 0 success, 1 error, 2 usage error, 130 interrupted (SIGINT or
+// SIGTERM; compact and migrate leave no partial file). Errors are one line on
 // stderr. Progress of long operations is shown on stderr only when it is a
 // terminal. The command never prints Secret data unless --show-secrets.
 package main

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -26,6 +27,8 @@ var (
 	errCheckFailed = errors.New("check failed")
 	// errSymlink means a destination is a symbolic link and following it was not asked for.
 	errSymlink = errors.New("destination is a symbolic link")
+	// errInterrupted means SIGINT or SIGTERM stopped the command (exit 130).
+	errInterrupted = errors.New("interrupted")
 	// errServer means the apiserver refused a request or could not be
 	// reached; the message is kubectl's and is printed without "error: ".
 	errServer = errors.New("server error")
@@ -77,6 +80,8 @@ func exitCode(err error) int {
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
+		return 130 // 128 + SIGINT, as a shell reports a process Ctrl-C ended
 	}
 	return 1
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -33,6 +34,13 @@ type getOptions struct {
 	showManagedFields        bool
 	allowMissingTemplateKeys bool
 	store                    string
+	labelColumns             []string
+	showKind                 bool
+	ignoreNotFound           bool
+	watch                    bool
+	watchOnly                bool
+	outputWatchEvents        bool
+	staleAfter               time.Duration
 
 	// Set by complete.
 	requests []getRequest
@@ -47,7 +55,7 @@ type getRequest struct {
 }
 
 func newGetOptions() *getOptions {
-	return &getOptions{source: newSourceOptions(true), allowMissingTemplateKeys: true}
+	return &getOptions{source: newSourceOptions(true), allowMissingTemplateKeys: true, staleAfter: defaultStaleAfter}
 }
 
 // AddFlags adds get's flags, named and shorthanded as kubectl's.
@@ -66,7 +74,18 @@ func (o *getOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.showManagedFields, "show-managed-fields", false, "Keep metadata.managedFields in json and yaml output")
 	fs.BoolVar(&o.allowMissingTemplateKeys, "allow-missing-template-keys", o.allowMissingTemplateKeys, "Ignore missing keys in jsonpath and go-template output")
 	fs.StringVar(&o.store, "store", "", "Store to read when several stores cache the resource (see cachectl info)")
+	fs.StringSliceVarP(&o.labelColumns, "label-columns", "L", nil, "Labels to show as columns, comma-separated or repeated (-L app -L tier)")
+	fs.BoolVar(&o.showKind, "show-kind", false, "List the resource type of each object (kind/name)")
+	fs.BoolVar(&o.ignoreNotFound, "ignore-not-found", false, "Treat a named object that does not exist as no output, not an error")
+	fs.BoolVarP(&o.watch, "watch", "w", false, "After listing, print each change as it is stored (through --socket)")
+	fs.BoolVar(&o.watchOnly, "watch-only", false, "Print changes only, without listing first")
+	fs.BoolVar(&o.outputWatchEvents, "output-watch-events", false, "With --watch, print the event type (ADDED, MODIFIED, DELETED) with each object")
+	fs.DurationVar(&o.staleAfter, "stale-after", o.staleAfter, "Warn when a store's last write is older than this (0: never)")
 }
+
+// defaultStaleAfter is ten bookmark intervals: a store an informer keeps
+// current is written at least every minute (bookmarks move its RV).
+const defaultStaleAfter = 10 * time.Minute
 
 func newGetCommand(e *env) *cobra.Command {
 	o := newGetOptions()
@@ -82,9 +101,17 @@ pod, po, cm), a kind, resource.group (deployments.apps), group/version/resource
 
 Without -n or -A, namespaced resources are read in the namespace "default",
 unless the store caches a single namespace (then that one). The table shows
-NAME, AGE and RESOURCEVERSION (NAMESPACE with -A); -o wide adds UID and
-OWNER (and PHASE and NODE for Pods). Secrets' data is redacted unless
---show-secrets.`,
+kubectl's columns for the built-in kinds (Pods: NAME READY STATUS RESTARTS
+AGE, Deployments, Services, Nodes, …; NAMESPACE with -A, more with -o
+wide), and NAME and AGE for other kinds. Secrets' data is redacted unless
+--show-secrets.
+
+Warnings on stderr say when a store is relisting (its list may be partial),
+stale (last written longer ago than --stale-after), or does not cache the
+namespace asked for.
+
+With -w, get prints the objects, then each change as the owning process
+stores it (read through --socket), until interrupted.`,
 		Example: `  # Pods in the default namespace, then in every namespace
   cachectl get pods --db cache.db
   cachectl get po -A --db cache.db
@@ -95,6 +122,9 @@ OWNER (and PHASE and NODE for Pods). Secrets' data is redacted unless
   # Pods on a node, through the stored "node" index, sorted by age
   cachectl get pods -A --index node=worker-3 --sort-by .metadata.creationTimestamp --db cache.db
 
+  # Follow changes through the running agent
+  cachectl get pods -n web -w --socket /run/agent.sock
+
   # Selectors and templates work as in kubectl
   cachectl get pods -A -l app=web --field-selector status.phase!=Running -o name --db cache.db
   cachectl get widgets.example.com -A -o jsonpath='{.items[*].metadata.name}' --db cache.db`,
@@ -104,11 +134,22 @@ OWNER (and PHASE and NODE for Pods). Secrets' data is redacted unless
 			}
 			return nil
 		},
-		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-			if len(args) > 0 {
-				return nil, cobra.ShellCompDirectiveNoFileComp
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			switch {
+			case len(args) == 0 && strings.Contains(toComplete, "/"):
+				// TYPE/NAME
+				typ, _, _ := strings.Cut(toComplete, "/")
+				var out []string
+				for _, n := range o.completeNames(cmd.Context(), typ) {
+					out = append(out, typ+"/"+n)
+				}
+				return out, cobra.ShellCompDirectiveNoFileComp
+			case len(args) == 0:
+				return o.completeResources(cmd.Context()), cobra.ShellCompDirectiveNoFileComp
+			case !isTypeName(args[0]) && !strings.Contains(args[0], ","):
+				return o.completeNames(cmd.Context(), args[0]), cobra.ShellCompDirectiveNoFileComp
 			}
-			return o.completeResources(cmd.Context()), cobra.ShellCompDirectiveNoFileComp
+			return nil, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.complete(cmd, args); err != nil {
@@ -120,6 +161,9 @@ OWNER (and PHASE and NODE for Pods). Secrets' data is redacted unless
 	o.AddFlags(cmd.Flags())
 	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return outputFormats, cobra.ShellCompDirectiveNoFileComp | cobra.ShellCompDirectiveNoSpace
+	})
+	_ = cmd.RegisterFlagCompletionFunc("namespace", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
+		return o.completeNamespaces(cmd.Context()), cobra.ShellCompDirectiveNoFileComp
 	})
 	_ = cmd.RegisterFlagCompletionFunc("store", func(cmd *cobra.Command, _ []string, _ string) ([]string, cobra.ShellCompDirective) {
 		var names []string
@@ -138,17 +182,21 @@ func (o *getOptions) complete(cmd *cobra.Command, args []string) error {
 	if err := o.source.Validate(cmd); err != nil {
 		return err
 	}
-	if o.allNamespaces && cmd.Flags().Changed("namespace") {
-		return usageErrorf(cmd, "--namespace and --all-namespaces are mutually exclusive")
-	}
+	// As kubectl: -A lists every namespace and ignores -n.
 	var err error
-	if o.printer, err = objectPrinter(cmd, o.output, o.allowMissingTemplateKeys, o.showManagedFields); err != nil {
+	if o.printer, err = objectPrinter(cmd, o.output, o.allowMissingTemplateKeys, o.showManagedFields, o.noHeaders); err != nil {
 		return err
 	}
 	if o.sortBy != "" {
 		if o.sorter, err = sortField(o.sortBy); err != nil {
 			return usageErrorf(cmd, "--sort-by %q: %v", o.sortBy, err)
 		}
+	}
+	if o.outputWatchEvents && !o.watching() {
+		return usageErrorf(cmd, "--output-watch-events option can only be used with --watch or --watch-only")
+	}
+	if o.staleAfter < 0 {
+		return usageErrorf(cmd, "--stale-after must not be negative, got %s", o.staleAfter)
 	}
 	if isTypeName(args[0]) {
 		for _, a := range args {
@@ -172,8 +220,21 @@ func (o *getOptions) complete(cmd *cobra.Command, args []string) error {
 	if o.allNamespaces && len(args) > 1 || o.allNamespaces && isTypeName(args[0]) {
 		return usageErrorf(cmd, "a resource cannot be retrieved by name across all namespaces")
 	}
+	if o.watching() {
+		if len(o.requests) != 1 || len(o.requests[0].names) > 1 {
+			return usageErrorf(cmd, "--watch takes one resource type and at most one name")
+		}
+		if o.index != "" {
+			return usageErrorf(cmd, "--index cannot be used with --watch (select with -l or --field-selector)")
+		}
+		if o.sortBy != "" {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: --watch requested, --sort-by will be ignored for watch events received\n")
+		}
+	}
 	return nil
 }
+
+func (o *getOptions) watching() bool { return o.watch || o.watchOnly }
 
 // isTypeName tells TYPE/NAME from group/version/resource and version/resource.
 func isTypeName(arg string) bool {
@@ -199,10 +260,14 @@ func (o *getOptions) run(ctx context.Context, e *env) error {
 		return err
 	}
 	resolver := newResolver(info)
-	// A table (not wide) and -o name need only metadata, which skips
-	// encoding the rest of every object.
-	metadataOnly := (o.output == "" || o.output == "name") &&
-		(o.sorter == nil || strings.HasPrefix(strings.TrimLeft(o.sortBy, "{."), "metadata."))
+	if o.watching() {
+		res, err := resolver.resolve(o.requests[0].resource, o.store)
+		if err != nil {
+			return err
+		}
+		o.warn(e, res)
+		return o.runWatch(ctx, e, r, res)
+	}
 
 	var results []fetched
 	var missing []string
@@ -211,18 +276,9 @@ func (o *getOptions) run(ctx context.Context, e *env) error {
 		if err != nil {
 			return err
 		}
+		o.warn(e, res)
 		f := fetched{res: res, namespace: o.namespaceFor(res)}
-		q := admin.Query{
-			Store:         res.store.Name,
-			Namespace:     f.namespace,
-			LabelSelector: o.labelSelector,
-			FieldSelector: o.fieldSelector,
-			Index:         o.index,
-			MetadataOnly:  metadataOnly,
-			// -o name reads keys only: it works without a sealed store's key.
-			KeysOnly:    o.output == "name" && o.sorter == nil,
-			ShowSecrets: o.showSecrets,
-		}
+		q := o.query(res, f.namespace)
 		collect := func(u *unstructured.Unstructured) error {
 			f.items = append(f.items, u)
 			return nil
@@ -238,7 +294,7 @@ func (o *getOptions) run(ctx context.Context, e *env) error {
 			if err := r.List(ctx, q, collect); err != nil {
 				return queryError(err)
 			}
-			if len(f.items) == before {
+			if len(f.items) == before && !o.ignoreNotFound {
 				missing = append(missing, fmt.Sprintf("%s %q not found", res, name))
 			}
 		}
@@ -256,6 +312,26 @@ func (o *getOptions) run(ctx context.Context, e *env) error {
 		return newError(errNotFound, "%s", strings.Join(missing, "; "))
 	}
 	return nil
+}
+
+// query is the admin query for res in namespace ns. A table of a kind
+// without kubectl columns and -o name need only metadata, which skips
+// encoding the rest of every object.
+func (o *getOptions) query(res resource, ns string) admin.Query {
+	_, hasColumns := columnsFor(res.gvk.GroupKind())
+	metadataOnly := (o.output == "" && !hasColumns || o.output == "name") &&
+		(o.sorter == nil || strings.HasPrefix(strings.TrimLeft(o.sortBy, "{."), "metadata."))
+	return admin.Query{
+		Store:         res.store.Name,
+		Namespace:     ns,
+		LabelSelector: o.labelSelector,
+		FieldSelector: o.fieldSelector,
+		Index:         o.index,
+		MetadataOnly:  metadataOnly,
+		// -o name reads keys only: it works without a sealed store's key.
+		KeysOnly:    o.output == "name" && o.sorter == nil,
+		ShowSecrets: o.showSecrets,
+	}
 }
 
 // queryError makes a bad query (a selector that does not parse, an
@@ -291,7 +367,7 @@ func (o *getOptions) print(e *env, results []fetched) error {
 		named = named || len(r.names) > 0
 	}
 	if named && len(all) == 0 {
-		return nil // only the not-found error, as kubectl
+		return nil // only the not-found error (or nothing with --ignore-not-found), as kubectl
 	}
 	if o.printer != nil {
 		single := len(o.requests) == 1 && len(o.requests[0].names) == 1 && len(all) == 1
@@ -309,28 +385,32 @@ func (o *getOptions) print(e *env, results []fetched) error {
 			fmt.Fprintln(out)
 		}
 		printed = true
-		if err := o.printTable(out, f, len(results) > 1, e.now()); err != nil {
+		t, err := buildTable(f.items, tableOptions{gk: f.res.gvk.GroupKind(), now: e.now()})
+		if err != nil {
+			return err
+		}
+		if err := o.tablePrinter(f.res, f.namespace == "", len(results) > 1).PrintObj(t, out); err != nil {
 			return err
 		}
 	}
-	if !printed {
+	if !printed && !o.ignoreNotFound {
 		o.printNothingFound(e.streams.ErrOut, results)
 	}
 	return nil
 }
 
-func (o *getOptions) printTable(out io.Writer, f fetched, withKind bool, now time.Time) error {
-	isPod := f.res.gvk.Group == "" && f.res.gvk.Kind == "Pod"
-	t := buildTable(f.items, tableOptions{wide: o.output == "wide", isPod: isPod, now: now})
-	p := printers.NewTablePrinter(printers.PrintOptions{
+// tablePrinter prints tables of res with get's options (allNamespaces:
+// the rows come from every namespace).
+func (o *getOptions) tablePrinter(res resource, allNamespaces, withKind bool) printers.ResourcePrinter {
+	return printers.NewTablePrinter(printers.PrintOptions{
 		NoHeaders:     o.noHeaders,
-		WithNamespace: f.res.namespaced && f.namespace == "",
-		WithKind:      withKind,
-		Kind:          f.res.gvk.GroupKind(),
+		WithNamespace: res.namespaced && allNamespaces,
+		WithKind:      withKind || o.showKind,
+		Kind:          res.gvk.GroupKind(),
 		Wide:          o.output == "wide",
 		ShowLabels:    o.showLabels,
+		ColumnLabels:  o.labelColumns,
 	})
-	return p.PrintObj(t, out)
 }
 
 // printNothingFound says so on stderr, as kubectl does.
@@ -354,6 +434,62 @@ func (o *getOptions) completeResources(ctx context.Context) []string {
 		return newResolver(info).resourceNames()
 	}
 	return nil
+}
+
+// completeNamespaces lists the namespaces of the file's objects and the
+// namespaces stores are scoped to, for shell completion.
+func (o *getOptions) completeNamespaces(ctx context.Context) []string {
+	info := o.completeInfo(ctx)
+	if info == nil {
+		return nil
+	}
+	set := map[string]bool{}
+	for _, s := range info.Stores {
+		for _, ns := range s.Namespaces {
+			set[ns] = true
+		}
+		if s.Identity != nil && s.Identity.Namespace != "" {
+			set[s.Identity.Namespace] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for ns := range set {
+		out = append(out, ns)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// completeNames lists the names of the objects of resource in the
+// namespace get would read (-n, -A, or the default), for shell completion.
+func (o *getOptions) completeNames(ctx context.Context, resourceArg string) []string {
+	if o.source.db == "" && o.source.socket == "" {
+		return nil
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	r, err := o.source.open(ctx)
+	if err != nil {
+		return nil
+	}
+	defer r.Close()
+	info, err := r.Info(ctx)
+	if err != nil {
+		return nil
+	}
+	res, err := newResolver(info).resolve(resourceArg, o.store)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	q := admin.Query{Store: res.store.Name, Namespace: o.namespaceFor(res), LabelSelector: o.labelSelector, MetadataOnly: true}
+	_ = r.List(ctx, q, func(u *unstructured.Unstructured) error {
+		names = append(names, u.GetName())
+		return nil
+	})
+	sort.Strings(names)
+	return names
 }
 
 // completeInfo reads the file's info for completion (nil on any error).

@@ -133,7 +133,8 @@ func printInfo(out io.Writer, info *admin.Info, wide bool, socket string, now ti
 				}
 			}
 			if id.Kind != "" {
-				kind = strings.TrimPrefix(id.Group+"/"+id.Version+", Kind="+id.Kind, "/")
+				// Kind.version.group, as kubectl spells a fully qualified kind.
+				kind = strings.TrimSuffix(id.Kind+"."+id.Version+"."+id.Group, ".")
 			}
 			if id.Namespace != "" {
 				ns = id.Namespace

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, &env{
+		name:       filepath.Base(os.Args[0]),
 		streams:    genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr},
 		now:        time.Now,
 		isTerminal: isTerminal,
@@ -27,6 +29,9 @@ func main() {
 
 // env is what commands take from the world outside; tests replace it.
 type env struct {
+	// name is the name the binary was run as: "kubectl-cache" when kubectl
+	// runs it as the plugin of "kubectl cache".
+	name    string
 	streams genericiooptions.IOStreams
 	// now is the clock for ages and elapsed times.
 	now func() time.Time

@@ -31,6 +31,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(asCachectl) == "1" {
+		main() // the test binary re-executed as cachectl (see cachectlProcess)
+		return
+	}
 	flag.Parse()
 	dir, err := os.MkdirTemp("", "cachectl-test-")
 	if err != nil {
@@ -66,6 +70,13 @@ type result struct {
 // runOpts tweak a run.
 type runOpts struct {
 	terminal bool
+	// now is the clock (zero: admintest.Now).
+	now time.Time
+	// name is the name cachectl runs as (argv[0]).
+	name string
+	// oneTerminal writes stdout and stderr to one buffer (result.stdout),
+	// as both go to one terminal.
+	oneTerminal bool
 }
 
 // cachectl runs the command line with captured output and the fixture clock.
@@ -77,10 +88,18 @@ func cachectl(t testing.TB, args ...string) result {
 func cachectlWith(t testing.TB, o runOpts, args ...string) result {
 	t.Helper()
 	var out, errOut bytes.Buffer
+	now := admintest.Now
+	if !o.now.IsZero() {
+		now = o.now
+	}
 	e := &env{
+		name:       o.name,
 		streams:    genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
-		now:        func() time.Time { return admintest.Now },
+		now:        func() time.Time { return now },
 		isTerminal: func(io.Writer) bool { return o.terminal },
+	}
+	if o.oneTerminal {
+		e.streams.ErrOut = &out
 	}
 	code := run(context.Background(), e, args)
 	return result{stdout: out.String(), stderr: errOut.String(), code: code}

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -22,7 +25,7 @@ type migrateOptions struct {
 func (o *migrateOptions) AddFlags(fs *pflag.FlagSet) {
 	o.lock.AddFlags(fs)
 	fs.BoolVar(&o.dryRun, "dry-run", false, "Print the steps and check that they can read the file, without writing")
-	fs.StringVar(&o.target, "to-version", "", "Schema version to end at (default: the newest this cachectl knows; lower runs the reverts)")
+	fs.StringVar(&o.target, "to-version", "", "Schema version to end at, as info prints it (v1) or as a number (default: the newest this cachectl knows; lower runs the reverts)")
 }
 
 func newMigrateCommand(e *env) *cobra.Command {
@@ -36,7 +39,11 @@ in one transaction or rewrites the file and renames the copy over it, so a
 crash leaves a complete file at the version of the last completed step.
 
 The file must not be in use: migrate takes its exclusive lock (a dry run a
-shared one) and fails within --timeout if a process holds it.`,
+shared one) and fails within --timeout if a process holds it.
+
+Ctrl-C (SIGINT) or SIGTERM stops it before the next step or between two
+transactions of a rewrite: the file stays complete at the version of the
+last finished step, the partial copy is removed, and the exit code is 130.`,
 		Example: `  cachectl migrate --db cache.db --dry-run
   cachectl migrate --db cache.db`,
 		Args: noArgs,
@@ -46,13 +53,14 @@ shared one) and fails within --timeout if a process holds it.`,
 			}
 			opts := migrations.Options{LockTimeout: o.lock.timeout}
 			if o.target != "" {
-				v, err := strconv.ParseUint(o.target, 10, 64)
+				// "v0" as info prints it, or "0".
+				v, err := strconv.ParseUint(strings.TrimPrefix(o.target, "v"), 10, 64)
 				if err != nil {
 					return usageErrorf(cmd, "--to-version %q is not a schema version", o.target)
 				}
 				opts.Target = &v
 			}
-			return o.run(e, opts)
+			return o.run(cmd.Context(), e, opts)
 		},
 	}
 	o.AddFlags(cmd.Flags())
@@ -60,7 +68,7 @@ shared one) and fails within --timeout if a process holds it.`,
 	return cmd
 }
 
-func (o *migrateOptions) run(e *env, opts migrations.Options) error {
+func (o *migrateOptions) run(ctx context.Context, e *env, opts migrations.Options) error {
 	path := o.lock.db
 	if _, err := os.Stat(path); err != nil {
 		return o.lock.openError(err)
@@ -75,10 +83,13 @@ func (o *migrateOptions) run(e *env, opts migrations.Options) error {
 	}
 	prog := e.newProgress("migrating "+path, 0, false)
 	stop := prog.tick()
-	rep, err := migrations.Migrate(path, opts)
+	rep, err := migrations.MigrateContext(ctx, path, opts)
 	stop()
 	prog.finish()
 	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			return newError(errInterrupted, "migrate interrupted: %s is complete at schema v%d (the last finished step) and the partial copy was removed", path, rep.To)
+		}
 		return o.lock.openError(err)
 	}
 	fmt.Fprintf(e.streams.Out, "%s\n", rep)

@@ -60,4 +60,17 @@ func TestMigrateFixtureIsCurrent(t *testing.T) {
 	}
 	unchanged(t, fixtureFile, before)
 	cachectl(t, "migrate", "--db", fixtureFile, "--to-version", "x").failed(t, 2, "--to-version")
+	cachectl(t, "migrate", "--db", fixtureFile, "--to-version", "vv1").failed(t, 2, "--to-version")
+}
+
+// TestMigrateToVersionAsInfoPrintsIt: --to-version takes "v0" (as info
+// prints versions) as well as "0".
+func TestMigrateToVersionAsInfoPrintsIt(t *testing.T) {
+	path := copyFile(t, fixtureFile)
+	for _, tc := range []struct{ target, want string }{{"v0", "schema v2 → v0"}, {"1", "schema v0 → v1"}, {"0", "schema v1 → v0"}, {"v2", "schema v0 → v2"}} {
+		r := cachectl(t, "migrate", "--to-version", tc.target, "--db", path).ok(t)
+		if !strings.Contains(r.stdout, tc.want) {
+			t.Errorf("--to-version %s: %q, want %q", tc.target, r.stdout, tc.want)
+		}
+	}
 }

@@ -12,17 +12,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/util/jsonpath"
 )
 
 // outputFormats are the -o values get accepts, as kubectl spells them.
-var outputFormats = []string{"json", "yaml", "name", "wide", "jsonpath=", "jsonpath-file=", "go-template=", "go-template-file=", "template="}
+var outputFormats = []string{"json", "yaml", "name", "wide", "jsonpath=", "jsonpath-file=", "jsonpath-as-json=", "go-template=", "go-template-file=", "template=", "custom-columns=", "custom-columns-file="}
 
 // objectPrinter returns the cli-runtime printer for a non-table -o value,
 // or nil for the table formats ("" and "wide").
-func objectPrinter(cmd *cobra.Command, output string, allowMissingKeys, showManagedFields bool) (printers.ResourcePrinter, error) {
+func objectPrinter(cmd *cobra.Command, output string, allowMissingKeys, showManagedFields, noHeaders bool) (printers.ResourcePrinter, error) {
 	format, arg, _ := strings.Cut(output, "=")
 	var p printers.ResourcePrinter
 	switch format {
@@ -37,7 +38,24 @@ func objectPrinter(cmd *cobra.Command, output string, allowMissingKeys, showMana
 		p = &printers.YAMLPrinter{}
 	case "name":
 		p = &printers.NamePrinter{}
-	case "jsonpath", "jsonpath-file", "go-template", "go-template-file", "template":
+	case "custom-columns", "custom-columns-file":
+		var cc *customColumnsPrinter
+		var err error
+		if format == "custom-columns" {
+			cc, err = customColumnsFromSpec(arg, noHeaders)
+		} else {
+			f, ferr := os.Open(arg)
+			if ferr != nil {
+				return nil, usageErrorf(cmd, "-o %s: %v", format, ferr)
+			}
+			cc, err = customColumnsFromFile(f, noHeaders)
+			f.Close()
+		}
+		if err != nil {
+			return nil, usageErrorf(cmd, "-o %s: %v", format, err)
+		}
+		return cc, nil
+	case "jsonpath", "jsonpath-file", "jsonpath-as-json", "go-template", "go-template-file", "template":
 		tmpl := arg
 		if strings.HasSuffix(format, "-file") {
 			b, err := os.ReadFile(arg)
@@ -55,6 +73,9 @@ func objectPrinter(cmd *cobra.Command, output string, allowMissingKeys, showMana
 				return nil, usageErrorf(cmd, "-o %s: %v", format, err)
 			}
 			jp.AllowMissingKeys(allowMissingKeys)
+			if format == "jsonpath-as-json" {
+				jp.EnableJSONOutput(true)
+			}
 			p = jp
 		} else {
 			gt, err := printers.NewGoTemplatePrinter([]byte(tmpl))
@@ -75,38 +96,37 @@ func objectPrinter(cmd *cobra.Command, output string, allowMissingKeys, showMana
 
 // tableOptions shape the table get prints.
 type tableOptions struct {
-	wide  bool
-	isPod bool
-	now   time.Time
+	gk  schema.GroupKind
+	now time.Time
 }
 
-// buildTable makes the metav1.Table of items: NAME, AGE, RESOURCEVERSION,
-// and with -o wide UID, OWNER (and PHASE, NODE for Pods). The table
-// printer adds NAMESPACE and LABELS from each row's object.
-func buildTable(items []*unstructured.Unstructured, o tableOptions) *metav1.Table {
-	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
-		{Name: "Name", Type: "string", Format: "name"},
-		{Name: "Age", Type: "string"},
-		{Name: "ResourceVersion", Type: "string"},
-		{Name: "UID", Type: "string", Priority: 1},
-		{Name: "Owner", Type: "string", Priority: 1},
-	}}
-	if o.isPod {
-		t.ColumnDefinitions = append(t.ColumnDefinitions,
-			metav1.TableColumnDefinition{Name: "Phase", Type: "string", Priority: 1},
-			metav1.TableColumnDefinition{Name: "Node", Type: "string", Priority: 1})
+// buildTable makes the metav1.Table of items with kubectl's columns for
+// the kind (columns.go); for other kinds NAME and AGE, as kubectl prints
+// types without printer columns, and with -o wide RESOURCEVERSION, UID
+// and OWNER. The table printer adds NAMESPACE, the kind and labels.
+func buildTable(items []*unstructured.Unstructured, o tableOptions) (*metav1.Table, error) {
+	kc, ok := columnsFor(o.gk)
+	if !ok {
+		kc = genericColumns
 	}
-	t.Rows = make([]metav1.TableRow, 0, len(items))
+	t := &metav1.Table{ColumnDefinitions: kc.columns, Rows: make([]metav1.TableRow, 0, len(items))}
 	for _, u := range items {
-		cells := []interface{}{u.GetName(), age(u.GetCreationTimestamp(), o.now), u.GetResourceVersion(), string(u.GetUID()), owner(u)}
-		if o.isPod {
-			phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
-			node, _, _ := unstructured.NestedString(u.Object, "spec", "nodeName")
-			cells = append(cells, orNone(phase), orNone(node))
+		cells, err := kc.cells(u, o.now)
+		if err != nil {
+			return nil, err
 		}
 		t.Rows = append(t.Rows, metav1.TableRow{Cells: cells, Object: runtime.RawExtension{Object: u}})
 	}
-	return t
+	return t, nil
+}
+
+// genericColumns are the columns of a kind kubectl has no printer for.
+var genericColumns = kindColumns{
+	columns: []metav1.TableColumnDefinition{nameCol, col("Age", "string"),
+		wideCol("ResourceVersion", "string"), wideCol("UID", "string"), wideCol("Owner", "string")},
+	cells: func(u *unstructured.Unstructured, now time.Time) ([]interface{}, error) {
+		return []interface{}{u.GetName(), age(u.GetCreationTimestamp(), now), u.GetResourceVersion(), string(u.GetUID()), owner(u)}, nil
+	},
 }
 
 // age is kubectl's AGE: a short human duration since ts.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // progress draws one status line on a terminal ("\r…"), at most every
@@ -99,12 +100,14 @@ func (p *progress) draw(force bool) {
 		line += fmt.Sprintf(" of %s (%d%%)", p.amount(p.total), 100*p.done/p.total)
 	}
 	line += fmt.Sprintf(" %s", now.Sub(p.start).Round(time.Second))
+	// Widths in runes: "…" is one column.
+	width := utf8.RuneCountInString(line)
 	pad := ""
-	if len(line) < p.drawn {
-		pad = strings.Repeat(" ", p.drawn-len(line))
+	if width < p.drawn {
+		pad = strings.Repeat(" ", p.drawn-width)
 	}
 	fmt.Fprintf(p.w, "\r%s%s", line, pad)
-	p.drawn = len(line)
+	p.drawn = width
 }
 
 // tick redraws every interval until the returned stop is called; for work
@@ -130,6 +133,20 @@ func (p *progress) tick() (stop func()) {
 		}
 	}()
 	return func() { close(done); <-finished }
+}
+
+// clear erases the line so other output can be written on the terminal;
+// the next draw shows it again.
+func (p *progress) clear() {
+	if !p.enabled {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.stopped && p.drawn > 0 {
+		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", p.drawn))
+		p.drawn = 0
+	}
 }
 
 // finish erases the line.

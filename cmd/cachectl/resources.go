@@ -163,8 +163,14 @@ func (r *resolver) resolve(arg, store string) (resource, error) {
 		gvrs = r.lookup(arg)
 	}
 	var candidates []resource
+	seen := map[schema.GroupVersionResource]bool{}
 	for _, gvr := range preferCore(gvrs) {
-		candidates = append(candidates, r.byGVR[gvr]...)
+		// A resource whose singular and plural are one word (endpoints)
+		// is found twice.
+		if !seen[gvr] {
+			seen[gvr] = true
+			candidates = append(candidates, r.byGVR[gvr]...)
+		}
 	}
 	if len(candidates) == 0 {
 		for _, s := range r.info.Stores {

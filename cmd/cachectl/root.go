@@ -18,7 +18,12 @@ var subcommands = []func(*env) *cobra.Command{
 	newCompactCommand,
 	newSnapshotCommand,
 	newMigrateCommand,
+	newVersionCommand,
 }
+
+// pluginName is the name under which kubectl finds cachectl as the
+// plugin of "kubectl cache" (make install links it).
+const pluginName = "kubectl-cache"
 
 // newRootCommand builds cachectl's command tree writing to e's streams.
 func newRootCommand(e *env) *cobra.Command {
@@ -45,14 +50,34 @@ process's admin socket with --socket PATH instead; the output is the same.`,
 		Args:          unknownSubcommand,
 		RunE:          func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
+	if e.name == pluginName {
+		// Help, usage and errors then read "kubectl cache get …".
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl cache"}
+	}
 	root.SetIn(e.streams.In)
 	root.SetOut(e.streams.Out)
 	root.SetErr(e.streams.ErrOut)
+	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		// "cachectl inf --db x": the root has no --db, but the mistake is
+		// the command's name; say that, with a suggestion.
+		if !cmd.HasParent() && cmd.Flags().NArg() > 0 {
+			return unknownSubcommand(cmd, cmd.Flags().Args())
+		}
 		return usageErrorf(cmd, "%v", err)
 	})
 	for _, newCmd := range subcommands {
 		root.AddCommand(newCmd(e))
+	}
+	if e.name == pluginName {
+		var rename func(c *cobra.Command)
+		rename = func(c *cobra.Command) {
+			c.Example = strings.ReplaceAll(c.Example, "cachectl ", "kubectl cache ")
+			for _, sub := range c.Commands() {
+				rename(sub)
+			}
+		}
+		rename(root)
 	}
 	return root
 }

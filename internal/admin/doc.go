@@ -2,8 +2,10 @@
 // opens the file itself or asks the process that owns it.
 //
 // A Reader answers Info, List (objects, filtered as kubectl filters them),
-// Records (raw stored bytes) and Snapshot (a consistent copy of the file
-// in package snapshot's format).
+// Records (raw stored bytes), Snapshot (a consistent copy of the file in
+// package snapshot's format) and Watch (the changes to the objects a query
+// selects, found by polling the store's resourceVersion and comparing
+// record hashes: no object is held).
 // Local implements it on a DB in this process; Client implements it over
 // a Server's unix socket. Both hand out the same JSON-normalised
 // unstructured objects, Secrets redacted unless asked, so a command prints
@@ -38,6 +40,10 @@
 //	    &index=NAME%3DVALUE&metadataOnly=true&showSecrets=true
 //	/v1/stores/{store}/records     raw records as JSON lines {"record":{"key","value"(base64)}};
 //	    ?showSecrets=true is required for a Secret store.
+//	/v1/stores/{store}/watch       the objects' changes as JSON lines {"event":{"type","object"}}:
+//	    ADDED per selected object, one SYNCED, then ADDED, MODIFIED, DELETED as
+//	    commits change them (same query parameters as objects, except index);
+//	    it ends only when the client leaves or the server closes.
 //	/v1/snapshot                   a snapshot in package snapshot's format: header,
 //	    the file from one bbolt read transaction (tx.WriteTo), SHA-256 trailer;
 //	    chunked, cut (not terminated) if the copy fails midway.

@@ -137,10 +137,12 @@ func (l *Local) Info(ctx context.Context) (*Info, error) {
 				ResourceVersion: s.RV,
 				Relisting:       s.Relisting,
 				RelistReason:    s.RelistReason,
+				RelistSeen:      relistSeenTx(tx, s.Name, s.Relisting),
 				Objects:         s.Objects,
 				UpdatedAt:       s.UpdatedAt,
 				Indexes:         s.Indexes,
 				Namespaced:      namespacedTx(tx, s.Name),
+				Namespaces:      namespacesTx(tx, s.Name),
 				Served:          l.served(s.Name),
 			})
 		}
@@ -172,6 +174,47 @@ func objectsBucket(tx *bolt.Tx, store string) *bolt.Bucket {
 		return nil
 	}
 	return b.Objects
+}
+
+// relistSeenTx counts the keys a relist in progress has listed so far.
+func relistSeenTx(tx *bolt.Tx, store string, relisting bool) int {
+	if !relisting {
+		return 0
+	}
+	stores := tx.Bucket(cachefile.StoresBucket)
+	if stores == nil {
+		return 0
+	}
+	root := stores.Bucket([]byte(store))
+	if root == nil {
+		return 0
+	}
+	seen := root.Bucket(cachefile.SeenBucket)
+	if seen == nil {
+		return 0
+	}
+	return seen.Stats().KeyN
+}
+
+// namespacesTx lists the distinct namespaces of a store's keys, skipping
+// from one namespace to the next with a seek.
+func namespacesTx(tx *bolt.Tx, store string) []string {
+	b := objectsBucket(tx, store)
+	if b == nil {
+		return nil
+	}
+	var out []string
+	c := b.Cursor()
+	for k, _ := c.First(); k != nil; {
+		i := bytes.IndexByte(k, '/')
+		if i < 0 {
+			return nil // cluster-scoped
+		}
+		out = append(out, string(k[:i]))
+		// '/'+1 sorts right after every key of this namespace.
+		k, _ = c.Seek(append(bytes.Clone(k[:i]), '/'+1))
+	}
+	return out
 }
 
 // namespacedTx guesses a store's scope from its first key.

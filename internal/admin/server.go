@@ -80,6 +80,7 @@ func NewServer(socketPath string, db *cachefile.DB, stores ...*boltindexer.Store
 	mux.HandleFunc("GET "+pathObjects, s.handleObjects)
 	mux.HandleFunc("GET "+pathRecords, s.handleRecords)
 	mux.HandleFunc("GET "+pathSnapshot, s.handleSnapshot)
+	mux.HandleFunc("GET "+pathWatch, s.handleWatch)
 	s.http = &http.Server{
 		Handler:           s.track(mux),
 		ReadHeaderTimeout: 10 * time.Second,

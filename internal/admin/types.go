@@ -29,6 +29,10 @@ type Reader interface {
 	// snapshot's format (a consistent copy from one bbolt read transaction,
 	// with a header and a SHA-256 trailer) and returns the bytes written.
 	Snapshot(ctx context.Context, w io.Writer) (int64, error)
+	// Watch calls fn with an ADDED event per object q selects, then
+	// EventSynced, then every change to them until ctx ends (see
+	// Local.Watch).
+	Watch(ctx context.Context, q Query, fn func(Event) error) error
 	// Close releases the reader (and the file, when the reader opened it).
 	Close() error
 }
@@ -55,7 +59,10 @@ type StoreInfo struct {
 	ResourceVersion string `json:"resourceVersion"`
 	Relisting       bool   `json:"relisting,omitempty"`
 	RelistReason    string `json:"relistReason,omitempty"`
-	Objects         int    `json:"objects"`
+	// RelistSeen is, while relisting, how many objects the relist has
+	// listed so far (its progress).
+	RelistSeen int `json:"relistSeen,omitempty"`
+	Objects    int `json:"objects"`
 	// UpdatedAt is the time of the store's last commit.
 	UpdatedAt time.Time `json:"updatedAt,omitzero"`
 	// Indexes maps each stored index to its number of distinct values.
@@ -63,6 +70,9 @@ type StoreInfo struct {
 	// Namespaced is true when the first stored key has a "namespace/"
 	// prefix, false when it has none, and nil for an empty store.
 	Namespaced *bool `json:"namespaced,omitempty"`
+	// Namespaces lists the namespaces of the stored objects, sorted (read
+	// from the keys, one seek per namespace).
+	Namespaces []string `json:"namespaces,omitempty"`
 	// Served is false for a store a live process has in its file but has
 	// not registered with its Server: it is listed but cannot be queried.
 	Served bool `json:"served"`

@@ -12,6 +12,7 @@ const (
 	pathObjects  = "/v1/stores/{store}/objects"
 	pathRecords  = "/v1/stores/{store}/records"
 	pathSnapshot = "/v1/snapshot"
+	pathWatch    = "/v1/stores/{store}/watch"
 )
 
 // Content types of the answers.
@@ -27,6 +28,7 @@ const (
 type frame struct {
 	Object json.RawMessage `json:"object,omitempty"`
 	Record *Record         `json:"record,omitempty"`
+	Event  *wireEvent      `json:"event,omitempty"`
 	Error  *wireError      `json:"error,omitempty"`
 	End    *endFrame       `json:"end,omitempty"`
 }

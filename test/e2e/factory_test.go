@@ -37,7 +37,6 @@ type requestLog struct {
 	lists []*url.URL
 }
 
-// listsOf returns the relists of resource, as path?query.
 // listsOf returns the relists of resource: LISTs and WatchList streams,
 // leaving out the resume checks.
 func (l *requestLog) listsOf(resource string) []string {

@@ -2,7 +2,8 @@
 // and of cachectl read: Pods (with namespace and node indexes),
 // ConfigMaps (no index), Secrets, an unstructured CRD store and a store of
 // a typed CRD that client-go's scheme does not know. Every object's
-// creationTimestamp derives from Epoch so ages are deterministic.
+// creationTimestamp derives from Epoch so ages are deterministic; the files
+// are written at Now (the clock tests inject), so no store reads as stale.
 package admintest
 
 import (
@@ -116,7 +117,7 @@ type Stores struct {
 
 // Open opens (creating) the fixture stores in the file at path for writing.
 func Open(path string) (*Stores, error) {
-	db, err := cachefile.Open(path, cachefile.Options{NoSync: true, Now: func() time.Time { return Epoch }})
+	db, err := cachefile.Open(path, cachefile.Options{NoSync: true, Now: func() time.Time { return Now }})
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +216,7 @@ func Fill(s *Stores) error {
 // WriteLarge writes n Pods (in 10 namespaces, on 50 nodes) into a new file
 // at path, in batches, with fsync off, and closes it.
 func WriteLarge(path string, n int) error {
-	db, err := cachefile.Open(path, cachefile.Options{NoSync: true, Now: func() time.Time { return Epoch }})
+	db, err := cachefile.Open(path, cachefile.Options{NoSync: true, Now: func() time.Time { return Now }})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/internal/admin/admintest"
+)
+
+// background runs cachectl until stop, which interrupts it (as Ctrl-C
+// does) and returns its exit code.
+func background(t *testing.T, args ...string) (stdout, stderr *lockedBuffer, stop func() int) {
+	t.Helper()
+	stdout, stderr = &lockedBuffer{}, &lockedBuffer{}
+	e := &env{
+		streams:    genericiooptions.IOStreams{In: strings.NewReader(""), Out: stdout, ErrOut: stderr},
+		now:        func() time.Time { return admintest.Now },
+		isTerminal: func(io.Writer) bool { return false },
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, e, args) }()
+	var once sync.Once
+	code := -1
+	stop = func() int {
+		once.Do(func() {
+			cancel()
+			select {
+			case code = <-done:
+			case <-time.After(10 * time.Second):
+				t.Errorf("cachectl %v did not stop when interrupted", args)
+			}
+		})
+		return code
+	}
+	t.Cleanup(func() { stop() })
+	return stdout, stderr, stop
+}
+
+// waitOutput waits until out contains want.
+func waitOutput(t *testing.T, out *lockedBuffer, want string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("output never contained %q; it is:\n%s", want, out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func configMap(ns, name string, rv int, data map[string]string, labels map[string]string) *v1.ConfigMap {
+	return &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: strconv.Itoa(rv), Labels: labels,
+		CreationTimestamp: metav1.NewTime(admintest.Epoch)}, Data: data}
+}
+
+func apply(t *testing.T, s *boltindexer.Store, rv int, ops ...boltindexer.Op) {
+	t.Helper()
+	if _, err := s.Apply(ops, strconv.Itoa(rv)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGetWatchTable watches ConfigMaps of a live cache through its admin
+// socket: the list first, then one row per change as kubectl get -w
+// prints them (a deleted object's row as last seen), nothing for other
+// namespaces; Ctrl-C ends it with exit 0.
+func TestGetWatchTable(t *testing.T) {
+	s, sock := liveCache(t)
+	out, errOut, stop := background(t, "get", "cm", "-w", "--socket", sock)
+	waitOutput(t, out, "app-config")
+	upsert := func(o interface{}) boltindexer.Op { return boltindexer.Op{Type: boltindexer.OpUpsert, Obj: o} }
+	apply(t, s.ConfigMaps, 1001, upsert(configMap("default", "extra", 1001, map[string]string{"a": "1"}, nil)))
+	waitOutput(t, out, "extra ")
+	apply(t, s.ConfigMaps, 1002, upsert(configMap("kube-system", "elsewhere", 1002, nil, nil)))
+	apply(t, s.ConfigMaps, 1003, upsert(configMap("default", "app-config", 1003, map[string]string{"mode": "slow", "x": "y"}, nil)))
+	waitOutput(t, out, "app-config   2")
+	apply(t, s.ConfigMaps, 1004, boltindexer.Op{Type: boltindexer.OpDelete, Obj: configMap("default", "extra", 1004, nil, nil)})
+	want := "NAME         DATA   AGE\n" +
+		"app-config   1      70m\n" + // the list
+		"extra        1      60m\n" + // ADDED
+		"app-config   2      60m\n" + // MODIFIED
+		"extra        1      60m\n" // DELETED, as last seen
+	waitOutput(t, out, want)
+	if code := stop(); code != 0 {
+		t.Errorf("exit %d after Ctrl-C, stderr %q", code, errOut.String())
+	}
+	if out.String() != want || errOut.String() != "" {
+		t.Errorf("stdout:\n%s\nstderr: %q", out.String(), errOut.String())
+	}
+}
+
+// TestGetWatchEvents: --watch-only with -o json and --output-watch-events
+// prints {"type","object"} per change, as kubectl; an object relabelled
+// out of the selector is DELETED, back into it ADDED.
+func TestGetWatchEvents(t *testing.T) {
+	s, sock := liveCache(t)
+	out, errOut, stop := background(t, "get", "configmaps", "-n", "team-x", "-l", "app=web", "--watch-only", "-o", "json", "--output-watch-events", "--socket", sock)
+	time.Sleep(300 * time.Millisecond) // the watch has listed (nothing) and waits
+	upsert := func(o interface{}) boltindexer.Op { return boltindexer.Op{Type: boltindexer.OpUpsert, Obj: o} }
+	web := map[string]string{"app": "web"}
+	apply(t, s.ConfigMaps, 1001, upsert(configMap("team-x", "a", 1001, nil, web)))
+	waitOutput(t, out, `"ADDED"`)
+	apply(t, s.ConfigMaps, 1002, upsert(configMap("team-x", "a", 1002, nil, map[string]string{"app": "db"})))
+	waitOutput(t, out, `"DELETED"`)
+	apply(t, s.ConfigMaps, 1003, upsert(configMap("team-x", "a", 1003, nil, web)))
+	apply(t, s.ConfigMaps, 1004, upsert(configMap("team-y", "b", 1004, nil, web)))
+	waitOutput(t, out, `"resourceVersion":"1003"`)
+	apply(t, s.ConfigMaps, 1005, upsert(configMap("team-x", "a", 1005, map[string]string{"k": "v"}, web)))
+	waitOutput(t, out, `"MODIFIED"`)
+	if code := stop(); code != 0 {
+		t.Errorf("exit %d, stderr %q", code, errOut.String())
+	}
+	var got []string
+	dec := json.NewDecoder(strings.NewReader(out.String()))
+	for dec.More() {
+		var ev struct {
+			Type   string `json:"type"`
+			Object struct {
+				Kind     string `json:"kind"`
+				Metadata struct {
+					Namespace, Name, ResourceVersion string
+				} `json:"metadata"`
+			} `json:"object"`
+		}
+		if err := dec.Decode(&ev); err != nil {
+			t.Fatalf("%v in:\n%s", err, out.String())
+		}
+		got = append(got, ev.Type+" "+ev.Object.Kind+" "+ev.Object.Metadata.Namespace+"/"+ev.Object.Metadata.Name+" "+ev.Object.Metadata.ResourceVersion)
+	}
+	want := []string{"ADDED ConfigMap team-x/a 1001", "DELETED ConfigMap team-x/a 1002", "ADDED ConfigMap team-x/a 1003", "MODIFIED ConfigMap team-x/a 1005"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestGetWatchEventColumn: a table with --output-watch-events has kubectl's EVENT column.
+func TestGetWatchEventColumn(t *testing.T) {
+	s, sock := liveCache(t)
+	out, _, stop := background(t, "get", "pods", "web-1", "-w", "--output-watch-events", "--socket", sock)
+	waitOutput(t, out, "web-1")
+	p := admintest.Pod("default", "web-1", 1001, "node-2", v1.PodFailed, 5*time.Minute, nil)
+	apply(t, s.Pods, 1001, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: p})
+	want := "EVENT      NAME    READY   STATUS    RESTARTS   AGE\n" +
+		"ADDED      web-1   0/1     Running   0          65m\n" +
+		"MODIFIED   web-1   0/1     Failed    0          65m\n"
+	waitOutput(t, out, want)
+	stop()
+	if out.String() != want {
+		t.Errorf("got:\n%s", out.String())
+	}
+}
+
+// TestGetWatchDB: a file read with --db lists, says that changes come
+// through a socket, and waits for Ctrl-C as kubectl does.
+func TestGetWatchDB(t *testing.T) {
+	out, errOut, stop := background(t, "get", "pods", "-w", "--db", fixtureFile)
+	waitOutput(t, out, "web-1")
+	if code := stop(); code != 0 {
+		t.Errorf("exit %d", code)
+	}
+	if !strings.Contains(errOut.String(), "watch changes through the owner's --socket") {
+		t.Errorf("stderr %q", errOut.String())
+	}
+}
