@@ -20,6 +20,7 @@ import (
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 const (
@@ -36,14 +37,14 @@ func crashIndexers() cache.Indexers {
 	}
 }
 
-// crashChild runs an informer on the scripted server until it is killed.
+// crashChild runs an informer on a testutil.HistoryServer until it is killed.
 // Environment: the seed, the file, and whether its stored RV is expired.
 func crashChild() {
 	seed, _ := strconv.ParseInt(os.Getenv(crashChildEnv), 10, 64)
 	path := os.Getenv("CRASH_DB")
 	expire, _ := strconv.ParseInt(os.Getenv("CRASH_EXPIRE_BELOW"), 10, 64)
 	startMs, _ := strconv.ParseInt(os.Getenv("CRASH_START_MS"), 10, 64)
-	srv := &scriptedServer{s: newScript(seed, crashInitial, crashEvents, crashKeys), start: time.UnixMilli(startMs), perMs: 2, expireB: expire}
+	srv := &testutil.HistoryServer{H: testutil.NewHistory(uint64(seed), crashInitial, crashEvents, crashKeys), Start: time.UnixMilli(startMs), PerMs: 2, ExpireBelow: expire}
 	c, err := boltinformer.Open(path, boltinformer.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
@@ -72,7 +73,7 @@ func TestCrashAtRandomPoints(t *testing.T) {
 	for seed := int64(1); seed <= int64(seeds); seed++ {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			r := rand.New(rand.NewSource(seed))
-			s := newScript(seed, crashInitial, crashEvents, crashKeys)
+			s := testutil.NewHistory(uint64(seed), crashInitial, crashEvents, crashKeys)
 			path := filepath.Join(t.TempDir(), "cache.db")
 			lastRV := int64(0)
 			// The server's head RV advances with time since the first child
@@ -102,12 +103,12 @@ func TestCrashAtRandomPoints(t *testing.T) {
 				_ = cmd.Process.Signal(syscall.SIGKILL)
 				_ = cmd.Wait()
 				lastRV = checkCrashedFile(t, path, s)
-				t.Logf("kill %d: stored RV %d of %d", kill, lastRV, s.final())
+				t.Logf("kill %d: stored RV %d of %d", kill, lastRV, s.Final())
 			}
 			// Resume in-process against the whole history and converge.
-			srv := &scriptedServer{s: s, start: time.Now().Add(-time.Hour), perMs: 10}
+			srv := &testutil.HistoryServer{H: s, Start: time.Now().Add(-time.Hour), PerMs: 10}
 			inf, _, stop := runInformer(t, path, srv, boltinformer.InformerOptions{Indexers: crashIndexers(), PageSize: 40})
-			want := s.stateAt(s.final())
+			want := s.StateAt(s.Final())
 			eventually(t, "convergence to the final state", func() bool { return sameMap(storeKeys(inf), want) })
 			stop()
 		})
@@ -118,7 +119,7 @@ func TestCrashAtRandomPoints(t *testing.T) {
 // exactly the script's state at its stored RV, unless a relist was in
 // progress (then the marker forces a relist on the next start). It returns
 // the stored RV.
-func checkCrashedFile(t *testing.T, path string, s *script) int64 {
+func checkCrashedFile(t *testing.T, path string, s *testutil.History) int64 {
 	t.Helper()
 	boltindexertest.CheckFile(t, path)
 	st, err := boltindexer.Open(path, "Pod.v1", cachefile.Options{}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: crashIndexers()})
@@ -143,7 +144,7 @@ func checkCrashedFile(t *testing.T, path string, s *script) int64 {
 		p := o.(*v1.Pod)
 		got[p.Namespace+"/"+p.Name] = p.ResourceVersion
 	}
-	if want := s.stateAt(rv); !sameMap(got, want) { // invariant 1
+	if want := s.StateAt(rv); !sameMap(got, want) { // invariant 1
 		t.Fatalf("after SIGKILL the store at RV %d holds %d objects, the history has %d: the watermark does not match the data", rv, len(got), len(want))
 	}
 	return rv
