@@ -34,8 +34,10 @@ type Traffic struct {
 	BytesReceived atomic.Int64
 	// Lists are LIST requests (every page counts); WatchLists are WATCH
 	// requests with sendInitialEvents=true (a list streamed as events);
-	// Watches are the other WATCH requests.
-	Lists, WatchLists, Watches atomic.Int64
+	// Watches are the other WATCH requests. ResumeChecks are the LISTs
+	// with limit=1 boltinformer makes before a WATCH from a stored RV
+	// (not counted in Lists): one object, to read the cluster's RV.
+	Lists, WatchLists, Watches, ResumeChecks atomic.Int64
 }
 
 // TrafficSnapshot is Traffic at a point in time.
@@ -44,11 +46,12 @@ type TrafficSnapshot struct {
 	Lists         int64 `json:"lists"`
 	WatchLists    int64 `json:"watchLists"`
 	Watches       int64 `json:"watches"`
+	ResumeChecks  int64 `json:"resumeChecks"`
 }
 
 // Snapshot reads the counters.
 func (t *Traffic) Snapshot() TrafficSnapshot {
-	return TrafficSnapshot{t.BytesReceived.Load(), t.Lists.Load(), t.WatchLists.Load(), t.Watches.Load()}
+	return TrafficSnapshot{t.BytesReceived.Load(), t.Lists.Load(), t.WatchLists.Load(), t.Watches.Load(), t.ResumeChecks.Load()}
 }
 
 type countingConn struct {
@@ -76,6 +79,8 @@ func (c countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		} else {
 			c.t.Watches.Add(1)
 		}
+	case req.Method == http.MethodGet && q.Get("limit") == "1" && q.Get("continue") == "" && q.Get("resourceVersion") == "":
+		c.t.ResumeChecks.Add(1)
 	case req.Method == http.MethodGet:
 		c.t.Lists.Add(1)
 	}

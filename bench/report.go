@@ -174,7 +174,11 @@ func Rows(res *Results) []Row {
 		r.Target, r.Check = "0", valueAtMost(0)
 		add(r)
 		cgm, wm := res.Real[childName("sync", "real", s.n, ImplClientGo)], res.Real[warmName]
-		r.Metric, r.RefValue, r.Value = "LIST calls (apiserver_request_total)", cgm.Lists, wm.Lists
+		checks := float64(warm.TrafficCurrent.ResumeChecks)
+		r.Metric, r.RefValue, r.Value = "LIST calls (apiserver_request_total) less resume checks", cgm.Lists, wm.Lists-checks
+		add(r)
+		r.Metric, r.RefValue, r.Value = "resume checks (LIST limit=1, one object)", 0, checks
+		r.Target, r.Check = "", nil
 		add(r)
 		r = base
 		r.Metric, r.Unit = "bytes received (client, on the wire)", unitBytes
