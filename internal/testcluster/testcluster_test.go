@@ -129,11 +129,14 @@ func TestCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if now, err := c.EtcdRevision(ctx); err != nil || now != rev {
-			t.Fatalf("EtcdRevision = %d, %v; want %d", now, err, rev)
+		// The apiserver writes to etcd on its own (leases, endpoint
+		// reconciliation), so the revision may move on between two calls;
+		// it never goes back.
+		if now, err := c.EtcdRevision(ctx); err != nil || now < rev {
+			t.Fatalf("EtcdRevision = %d, %v; want at least %d", now, err, rev)
 		}
-		if again, err := c.CompactEtcd(ctx); err != nil || again != rev {
-			t.Fatalf("second CompactEtcd = %d, %v; want %d, nil", again, err, rev)
+		if again, err := c.CompactEtcd(ctx); err != nil || again < rev {
+			t.Fatalf("second CompactEtcd = %d, %v; want at least %d, nil", again, err, rev)
 		}
 		// ...until it is compacted.
 		_, err = cms.List(ctx, exact)
