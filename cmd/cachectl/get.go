@@ -463,21 +463,14 @@ func (o *getOptions) completeNamespaces(ctx context.Context) []string {
 // completeNames lists the names of the objects of resource in the
 // namespace get would read (-n, -A, or the default), for shell completion.
 func (o *getOptions) completeNames(ctx context.Context, resourceArg string) []string {
-	if o.source.db == "" && o.source.socket == "" {
-		return nil
-	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	r, err := o.source.open(ctx)
-	if err != nil {
+	r, info := o.completeOpen(ctx)
+	if r == nil {
 		return nil
 	}
 	defer r.Close()
-	info, err := r.Info(ctx)
-	if err != nil {
-		return nil
-	}
 	res, err := newResolver(info).resolve(resourceArg, o.store)
 	if err != nil {
 		return nil
@@ -494,20 +487,31 @@ func (o *getOptions) completeNames(ctx context.Context, resourceArg string) []st
 
 // completeInfo reads the file's info for completion (nil on any error).
 func (o *getOptions) completeInfo(ctx context.Context) *admin.Info {
-	if o.source.db == "" && o.source.socket == "" {
+	r, info := o.completeOpen(ctx)
+	if r == nil {
 		return nil
+	}
+	r.Close()
+	return info
+}
+
+// completeOpen opens the --db or --socket source and reads its info for
+// completion; it returns a nil reader on any error (completion says nothing).
+func (o *getOptions) completeOpen(ctx context.Context) (admin.Reader, *admin.Info) {
+	if o.source.db == "" && o.source.socket == "" {
+		return nil, nil
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	r, err := o.source.open(ctx)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
-	defer r.Close()
 	info, err := r.Info(ctx)
 	if err != nil {
-		return nil
+		r.Close()
+		return nil, nil
 	}
-	return info
+	return r, info
 }
