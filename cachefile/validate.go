@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math/bits"
 	"os"
+	"time"
 )
 
 // This file checks a file's bbolt structure with plain, bounds-checked
@@ -64,38 +66,88 @@ type boltMeta struct {
 // ErrNotCacheFile for a file that is not bbolt at all and ErrCorruptFile
 // for a damaged one, and says what is wrong.
 func Validate(path string, mode ValidateMode) error {
+	_, err := walkFile(path, mode)
+	return err
+}
+
+// walkFile validates the file at path as Validate does and returns the
+// walker of its page tree (nil for an empty file or ValidateMeta).
+func walkFile(path string, mode ValidateMode) (*pageWalker, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return fmt.Errorf("validate %s: %w", path, err)
+		return nil, fmt.Errorf("validate %s: %w", path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("validate %s: %w", path, err)
+		return nil, fmt.Errorf("validate %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s: %w: not a regular file", path, ErrNotCacheFile)
+		return nil, fmt.Errorf("%s: %w: not a regular file", path, ErrNotCacheFile)
 	}
 	if fi.Size() == 0 {
-		return nil
+		return nil, nil
 	}
 	m, err := readMeta(f, fi.Size())
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if mode == ValidateMeta {
-		return nil
+		return nil, nil
 	}
-	w := &pageWalker{r: f, meta: m, seen: make([]uint64, m.pgid/64+1)}
+	w := &pageWalker{r: f, meta: m, seen: make([]uint64, m.pgid/64+1), size: fi.Size()}
 	if err := w.walkBucket(m.root, nil, 0); err != nil {
-		return fmt.Errorf("%s: %w: %w", path, ErrCorruptFile, err)
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrCorruptFile, err)
 	}
 	if m.freelist != pgidNoFreelist {
 		if err := w.checkFreelist(m.freelist); err != nil {
-			return fmt.Errorf("%s: %w: %w", path, ErrCorruptFile, err)
+			return nil, fmt.Errorf("%s: %w: %w", path, ErrCorruptFile, err)
 		}
 	}
-	return nil
+	return w, nil
+}
+
+// Usage is how a file's pages are used, from a walk of its page tree.
+type Usage struct {
+	PageSize int
+	// Pages is the high-water mark: the pages the file's data spans.
+	Pages uint64
+	// InUse are the pages reachable from the meta page, the two meta pages
+	// included; the others up to Pages are free.
+	InUse    uint64
+	FileSize int64
+}
+
+// Free is the number of free pages below the high-water mark.
+func (u Usage) Free() uint64 { return u.Pages - u.InUse }
+
+// Reclaimable is about what a compaction gives back: the file's bytes
+// beyond its pages in use.
+func (u Usage) Reclaimable() int64 {
+	return max(0, u.FileSize-int64(u.InUse)*int64(u.PageSize))
+}
+
+// PageUsage walks the page tree of the file at path (under a shared lock,
+// reading the whole tree once, as a writable open does) and says how many
+// pages are in use and free. A damaged file is an error, as in Validate.
+func PageUsage(path string, lockTimeout time.Duration) (Usage, error) {
+	if lockTimeout <= 0 {
+		lockTimeout = DefaultLockTimeout
+	}
+	unlock, err := lockShared(path, lockTimeout)
+	if err != nil {
+		return Usage{}, err
+	}
+	defer unlock()
+	w, err := walkFile(path, ValidatePages)
+	if err != nil || w == nil {
+		return Usage{}, err
+	}
+	u := Usage{PageSize: int(w.meta.pageSize), Pages: w.meta.pgid, InUse: 2, FileSize: w.size}
+	for _, word := range w.seen {
+		u.InUse += uint64(bits.OnesCount64(word))
+	}
+	return u, nil
 }
 
 // readMeta picks the meta page bbolt would use (the valid one with the
@@ -196,6 +248,7 @@ type pageWalker struct {
 	r    io.ReaderAt
 	meta boltMeta
 	seen []uint64 // bit set of the page ids visited
+	size int64    // the file's length
 	// onPage, when set, is told every tree page visited (for tests).
 	onPage func(id uint64, flags uint16)
 }

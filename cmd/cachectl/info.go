@@ -16,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/yaml"
 
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/admin"
 )
 
@@ -23,12 +24,14 @@ import (
 type infoOptions struct {
 	source sourceOptions
 	output string
+	pages  bool
 }
 
 // AddFlags adds info's flags.
 func (o *infoOptions) AddFlags(fs *pflag.FlagSet) {
 	o.source.AddFlags(fs)
 	fs.StringVarP(&o.output, "output", "o", "", "Output format: wide, json or yaml (default: a summary and a table of stores)")
+	fs.BoolVar(&o.pages, "pages", false, "Also walk the file's pages (reads the whole file, --db only) and say how many are free and what compact would reclaim")
 }
 
 func newInfoCommand(e *env) *cobra.Command {
@@ -41,6 +44,7 @@ size, and per store the resource it caches, its identity (namespace and
 selectors), object count, stored resourceVersion, last write and indexes
 with their number of distinct values.`,
 		Example: `  cachectl info --db cache.db
+  cachectl info --pages --db cache.db     # free pages and what compact would reclaim
   cachectl info -o json --socket /run/agent.sock`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -51,6 +55,9 @@ with their number of distinct values.`,
 			case "", "wide", "json", "yaml":
 			default:
 				return usageErrorf(cmd, "unknown output format %q; one of: wide, json, yaml", o.output)
+			}
+			if o.pages && (o.source.db == "" || o.output == "json" || o.output == "yaml") {
+				return usageErrorf(cmd, "--pages needs --db and the text output (a live process reports its free pages as the boltinformer_db_freelist_pages metric)")
 			}
 			return o.run(cmd.Context(), e)
 		},
@@ -86,7 +93,16 @@ func (o *infoOptions) run(ctx context.Context, e *env) error {
 		_, err = out.Write(b)
 		return err
 	}
-	return printInfo(out, info, o.output == "wide", o.source.socket, e.now())
+	if err := printInfo(out, info, o.output == "wide", o.source.socket, e.now()); err != nil || !o.pages {
+		return err
+	}
+	u, err := cachefile.PageUsage(o.source.db, o.source.timeout)
+	if err != nil {
+		return fileError(o.source.db, err)
+	}
+	_, err = fmt.Fprintf(out, "\nPages:    %d of %s in use, %d free; compact would reclaim about %s\n",
+		u.InUse, humanBytes(int64(u.PageSize)), u.Free(), humanBytes(u.Reclaimable()))
+	return err
 }
 
 // printInfo prints a summary of the file and a table of its stores.
