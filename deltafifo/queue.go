@@ -43,8 +43,9 @@ type QueueOptions struct {
 	AtomicEvents bool
 
 	// UnlockWhileProcessing lets producers enqueue while the consumer
-	// processes what it popped, as long as fewer than two batches are queued.
-	// Requires AtomicEvents, and a single consumer goroutine.
+	// processes what it popped; a watch event (Add, Update, Delete) then
+	// waits while two batches are queued, until the consumer pops or is
+	// done. Requires AtomicEvents, and a single consumer goroutine.
 	UnlockWhileProcessing bool
 
 	// EmitDeltaTypeBookmark makes Bookmark enqueue a cache.Bookmark Delta;
@@ -97,8 +98,9 @@ type Queue struct {
 	// notEmpty is broadcast when Deltas are appended or the queue closes;
 	// Pop and PopBatch wait on it.
 	notEmpty sync.Cond
-	// spaceFreed is broadcast when Deltas are popped or the queue closes;
-	// WaitBelow waits on it.
+	// spaceFreed is broadcast when Deltas are popped, processing ends or
+	// the queue closes; WaitBelow and watch events held back while the
+	// consumer processes wait on it.
 	spaceFreed sync.Cond
 
 	// items holds the queued Deltas, oldest first.
@@ -109,6 +111,10 @@ type Queue struct {
 
 	// relisting is set between BeginRelist and EndRelist.
 	relisting bool
+
+	// processing is set while the consumer processes with the queue
+	// unlocked (UnlockWhileProcessing).
+	processing bool
 
 	// closed is set by Close. It only changes what Pop, PopBatch and the
 	// extension methods do; Add, Update, Delete, Replace, Resync and
@@ -201,9 +207,18 @@ func (q *Queue) Delete(obj interface{}) error {
 
 // event enqueues a watch event. An event before the first list means that
 // list is empty: the queue counts as synced from then on.
+//
+// While the consumer processes unlocked and two batches are queued, the
+// event waits until it is done or Deltas are popped: the bound client-go's
+// RealFIFO keeps by holding its lock through processing when that deep,
+// without stopping the producer (the reflector decoding the next events)
+// for the whole of a commit.
 func (q *Queue) event(t cache.DeltaType, obj interface{}) error {
 	q.lock.Lock()
 	defer q.lock.Unlock()
+	for q.processing && !q.closed && len(q.items) >= 2*q.batchSize {
+		q.spaceFreed.Wait()
+	}
 	q.synced.eventLocked()
 	return q.appendLocked(t, obj, false)
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
@@ -84,4 +85,83 @@ func TestConcurrentProducersKeepOrderAndBound(t *testing.T) {
 	if maxLen := slices.Max(metrics.depths); maxLen >= limit+producers {
 		t.Errorf("queue reached %v Deltas, want fewer than %d", maxLen, limit+producers)
 	}
+}
+
+// TestEventsWaitOnlyWhileProcessingDeep checks the bound of an unlocked
+// consumer: while it processes, watch events are queued until two batches
+// wait, the next one waits until the processing ends, and with no
+// processing under way events never wait (as in client-go, a queue nobody
+// pops takes every Add).
+func TestEventsWaitOnlyWhileProcessingDeep(t *testing.T) {
+	const batch = 3
+	q := newTestQueue(t, QueueOptions{UnlockWhileProcessing: true, BatchSize: batch})
+	for i := range 4 * batch {
+		must(t, q.Add(testObj{Key: fmt.Sprintf("ns/idle-%d", i), Val: i}))
+	}
+	drain := func() {
+		for q.Len() > 0 {
+			must(t, q.PopBatch(
+				func([]cache.Delta, bool) error { return nil },
+				func(interface{}, bool) error { return nil }))
+		}
+	}
+	drain()
+
+	must(t, q.Add(testObj{Key: "ns/first", Val: 0}))
+	entered, release := make(chan struct{}), make(chan struct{})
+	popDone := make(chan error, 1)
+	go func() {
+		popDone <- q.PopBatch(
+			func([]cache.Delta, bool) error { close(entered); <-release; return nil },
+			func(interface{}, bool) error { close(entered); <-release; return nil })
+	}()
+	<-entered
+	// The consumer processes unlocked: two batches go in at once.
+	for i := range 2 * batch {
+		must(t, q.Add(testObj{Key: fmt.Sprintf("ns/busy-%d", i), Val: i}))
+	}
+	added := make(chan error, 1)
+	go func() { added <- q.Add(testObj{Key: "ns/held", Val: 0}) }()
+	select {
+	case err := <-added:
+		t.Fatalf("Add with %d queued during processing returned (%v), want it to wait", q.Len(), err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	close(release)
+	must(t, <-popDone)
+	must(t, <-added)
+	if got, want := q.Len(), 2*batch+1; got != want {
+		t.Fatalf("queue holds %d Deltas, want %d", got, want)
+	}
+	drain()
+}
+
+// TestCloseReleasesWaitingEvent checks that an event held back by a deep
+// queue is queued when the queue closes instead of waiting forever.
+func TestCloseReleasesWaitingEvent(t *testing.T) {
+	const batch = 2
+	q := newTestQueue(t, QueueOptions{UnlockWhileProcessing: true, BatchSize: batch})
+	must(t, q.Add(testObj{Key: "ns/first", Val: 0}))
+	entered, release := make(chan struct{}), make(chan struct{})
+	popDone := make(chan error, 1)
+	go func() {
+		popDone <- q.PopBatch(
+			func([]cache.Delta, bool) error { close(entered); <-release; return nil },
+			func(interface{}, bool) error { close(entered); <-release; return nil })
+	}()
+	<-entered
+	for i := range 2 * batch {
+		must(t, q.Add(testObj{Key: fmt.Sprintf("ns/busy-%d", i), Val: i}))
+	}
+	added := make(chan error, 1)
+	go func() { added <- q.Add(testObj{Key: "ns/held", Val: 0}) }()
+	select {
+	case err := <-added:
+		t.Fatalf("Add returned (%v) before Close, want it to wait", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	q.Close()
+	must(t, <-added)
+	close(release)
+	must(t, <-popDone)
 }

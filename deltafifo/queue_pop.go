@@ -146,13 +146,18 @@ func (q *Queue) takeLocked(n int) {
 }
 
 // processLocked runs process and records how long it took. It unlocks the
-// queue while process runs if UnlockWhileProcessing is set and fewer than two
-// batches are queued, so the queue cannot grow without bound; the lock is
-// held again when it returns.
+// queue while process runs if UnlockWhileProcessing is set; watch events
+// then wait while two batches are queued (see event), so the queue cannot
+// grow without bound. The lock is held again when it returns.
 func (q *Queue) processLocked(process func() error) error {
-	if q.unlockWhileProcessing && len(q.items) < 2*q.batchSize {
+	if q.unlockWhileProcessing {
+		q.processing = true
 		q.lock.Unlock()
-		defer q.lock.Lock()
+		defer func() {
+			q.lock.Lock()
+			q.processing = false
+			q.spaceFreed.Broadcast()
+		}()
 	}
 	start := time.Now()
 	err := process()
