@@ -98,8 +98,12 @@ func (inf *Informer) applyEvents(ctx context.Context, run []cache.Delta) error {
 			ops[i].Type = boltindexer.OpDelete
 		}
 	}
+	// No handler, no use for the previous objects. Handlers are added
+	// and removed under blockDeltas, which handle holds: none can appear
+	// before these changes are distributed.
+	opts := boltindexer.ApplyOptions{SkipOld: inf.processor.NumListeners() == 0}
 	changes, err := inf.applyOps(ctx, ops, func(ops []boltindexer.Op) ([]boltindexer.Change, error) {
-		return inf.store.Apply(ops, resourceVersionOf(ops[len(ops)-1].Obj))
+		return inf.store.ApplyWith(ops, resourceVersionOf(ops[len(ops)-1].Obj), opts)
 	})
 	if err != nil {
 		return err

@@ -23,6 +23,13 @@ type Op struct {
 	Obj  interface{}
 }
 
+// ApplyOptions tune ApplyWith.
+type ApplyOptions struct {
+	// SkipOld leaves Change.Old nil: the caller has no use for the previous
+	// objects (an informer with no handler), so they are not decoded.
+	SkipOld bool
+}
+
 // Apply performs ops in order and moves the store's RV to rv (when rv is
 // newer than the stored one and no relist is in progress), all in one
 // transaction (DESIGN invariant 1). An upsert at or below the stored
@@ -32,6 +39,12 @@ type Op struct {
 // func error, no metadata, wrong type, IndexFunc error) fails the whole
 // batch before anything is written.
 func (s *Store) Apply(ops []Op, rv string) ([]Change, error) {
+	return s.ApplyWith(ops, rv, ApplyOptions{})
+}
+
+// ApplyWith is Apply with options. The previous objects are decoded on
+// every core while the transaction commits.
+func (s *Store) ApplyWith(ops []Op, rv string, opts ApplyOptions) ([]Change, error) {
 	s.indexMu.RLock()
 	defer s.indexMu.RUnlock()
 	prepared := make([]*op, len(ops))
@@ -55,6 +68,14 @@ func (s *Store) Apply(ops []Op, rv string) ([]Change, error) {
 	changes := make([]Change, len(ops))
 	olds := make([]*cachefile.Record, len(ops))
 	var advanced bool
+	// The commit loop may run fn more than once (a merged transaction
+	// that failed is retried alone): each run decodes its own records.
+	var decoding []*oldDecoding
+	defer func() {
+		for _, d := range decoding {
+			d.wait()
+		}
+	}()
 	err := s.write(keys, func() []hotEntry { return fillFor(prepared, changes) }, func(b *cachefile.Buckets) error {
 		for i, p := range prepared {
 			var err error
@@ -63,8 +84,14 @@ func (s *Store) Apply(ops []Op, rv string) ([]Change, error) {
 			}
 		}
 		var err error
-		advanced, err = s.advanceRVTx(b, rv)
-		return err
+		if advanced, err = s.advanceRVTx(b, rv); err != nil {
+			return err
+		}
+		if !opts.SkipOld {
+			// Decoded while bbolt writes and syncs the transaction.
+			decoding = append(decoding, s.startDecodeOld(changes, olds))
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store %s: apply %d ops: %w", s.name, len(ops), err)
@@ -72,7 +99,9 @@ func (s *Store) Apply(ops []Op, rv string) ([]Change, error) {
 	if advanced {
 		s.seen(rv)
 	}
-	s.decodeOld(changes, olds)
+	if len(decoding) > 0 {
+		decoding[len(decoding)-1].fill(changes)
+	}
 	return changes, nil
 }
 

@@ -2,10 +2,14 @@ package boltindexer
 
 import (
 	"fmt"
+	goruntime "runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/cachefile"
@@ -350,14 +354,63 @@ func (s *Store) write(keys []string, fill func() []hotEntry, fn func(b *cachefil
 
 // decodeOld decodes the previous objects of changes after their commit.
 func (s *Store) decodeOld(changes []Change, olds []*cachefile.Record) {
+	d := s.startDecodeOld(changes, olds)
+	d.wait()
+	d.fill(changes)
+}
+
+// oldDecoding is the decode of a batch's previous records, spread over
+// every core. It copies what it reads from the batch's changes, so the
+// caller may rewrite them (a retried transaction) before wait.
+type oldDecoding struct {
+	s    *Store
+	idx  []int // the changes to fill
+	keys []string
+	recs []*cachefile.Record
+	objs []runtime.Object
+	errs []error
+	next atomic.Int64
+	wg   sync.WaitGroup
+}
+
+// startDecodeOld starts decoding the records of olds (detached from
+// bbolt's memory) whose changes have no OldErr.
+func (s *Store) startDecodeOld(changes []Change, olds []*cachefile.Record) *oldDecoding {
+	d := &oldDecoding{s: s}
 	for i := range changes {
 		if olds[i] == nil || changes[i].OldErr != nil {
 			continue
 		}
-		obj, err := s.codec.decode(changes[i].Key, olds[i])
-		if err != nil {
-			err = fmt.Errorf("store %s key %q: %w", s.name, changes[i].Key, err)
+		d.idx, d.keys, d.recs = append(d.idx, i), append(d.keys, changes[i].Key), append(d.recs, olds[i])
+	}
+	d.objs, d.errs = make([]runtime.Object, len(d.recs)), make([]error, len(d.recs))
+	for range min(goruntime.GOMAXPROCS(0), len(d.recs)) {
+		d.wg.Go(d.work)
+	}
+	return d
+}
+
+func (d *oldDecoding) work() {
+	for {
+		i := int(d.next.Add(1) - 1)
+		if i >= len(d.recs) {
+			return
 		}
-		changes[i].Old, changes[i].OldErr = obj, err
+		d.objs[i], d.errs[i] = d.s.codec.decode(d.keys[i], d.recs[i])
+	}
+}
+
+// wait returns once every record is decoded.
+func (d *oldDecoding) wait() { d.wg.Wait() }
+
+// fill waits, then sets Old (or OldErr) of the changes decoded.
+func (d *oldDecoding) fill(changes []Change) {
+	d.wait()
+	for j, i := range d.idx {
+		if err := d.errs[j]; err != nil {
+			changes[i].OldErr = fmt.Errorf("store %s key %q: %w", d.s.name, d.keys[j], err)
+			continue
+		}
+		changes[i].Old = d.objs[j]
 	}
 }
