@@ -43,6 +43,12 @@ type Config struct {
 	// (selected by a label), restart at once against kube-apiserver.
 	StormAgents  int
 	StormObjects int
+	// StormJitter spreads the agents' restarts: each starts after a random
+	// delay below it, as a DaemonSet's pods restart (default 5 s).
+	// StormTimeout bounds each agent of the storm (default 3 min); an agent
+	// that has not synced by then counts as failed.
+	StormJitter  time.Duration
+	StormTimeout time.Duration
 	// JSON makes every client ask for JSON instead of protobuf.
 	JSON bool
 	// ContainerN is the object count of the container scenario (9): each
@@ -99,6 +105,15 @@ func (c *Config) defaults() error {
 	if c.StormObjects <= 0 {
 		c.StormObjects = 1000
 	}
+	if c.StormJitter < 0 {
+		return fmt.Errorf("storm jitter %v: %w", c.StormJitter, ErrBadConfig)
+	}
+	if c.StormJitter == 0 {
+		c.StormJitter = 5 * time.Second
+	}
+	if c.StormTimeout <= 0 {
+		c.StormTimeout = 3 * time.Minute
+	}
 	if c.ChildTimeout <= 0 {
 		c.ChildTimeout = 10 * time.Minute
 	}
@@ -142,8 +157,12 @@ type RealMetrics struct {
 	Lists     float64 `json:"lists"`
 	BytesSent float64 `json:"bytesSent"`
 	// Seconds is, for a storm, the time from starting the agents until
-	// the last one reported HasSynced.
+	// the last one that synced reported HasSynced.
 	Seconds float64 `json:"seconds,omitempty"`
+	// Agents and Failed are, for a storm, how many agents started and how
+	// many of them failed or did not sync within Config.StormTimeout.
+	Agents int `json:"agents,omitempty"`
+	Failed int `json:"failed,omitempty"`
 }
 
 type driver struct {
