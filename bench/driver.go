@@ -181,6 +181,9 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		return nil, err
 	}
 	d := &driver{cfg: cfg, res: &Results{Machine: ReadMachine(), Children: map[string]Result{}, Wire: map[string]WireSizes{}, Real: map[string]RealMetrics{}}}
+	if cfg.ProfileDir != "" {
+		d.res.Notes = append(d.res.Notes, "Profiled run (-profile): the CPU profiler's buffers and the heap profiles written at each heap growth are in the Go heap the peak rows measure, so those targets are shown, not judged. Run without -profile for them.")
+	}
 	d.work = cfg.WorkDir
 	if d.work != "" {
 		if err := os.MkdirAll(d.work, 0o755); err != nil {

@@ -2,6 +2,8 @@ package boltindexer
 
 import (
 	"fmt"
+	"runtime"
+	"sync"
 
 	"github.com/boltinformer/boltinformer/cachefile"
 )
@@ -12,21 +14,18 @@ import (
 // decode (checksum, envelope or payload) is never handed to fn. Instead
 // damaged is called with its key and the error, naming store and key; the
 // walk goes on when damaged returns nil and stops with its error otherwise.
-// fn's error stops the walk too. Every record is read once.
+// fn's error stops the walk too. Every record is read once; a chunk's
+// records are copied out of the file in its transaction and decoded on
+// every core after it.
 func (s *Store) Replay(fn func(obj interface{}) error, damaged func(key string, err error) error) error {
 	var after []byte
+	workers := runtime.GOMAXPROCS(0)
 	for {
-		type item struct {
-			key string
-			obj interface{}
-			err error
-		}
-		var items []item
+		var items []replayItem
 		err := s.view(func(b *cachefile.Buckets) error {
 			c := b.Objects.Cursor()
 			for k, v := seekAfter(c, after); k != nil && len(items) < streamChunk; k, v = c.Next() {
-				obj, _, err := s.decodeBytes(string(k), v)
-				items = append(items, item{key: string(k), obj: obj, err: err})
+				items = append(items, replayItem{key: string(k), raw: append([]byte(nil), v...)})
 				after = append(after[:0], k...)
 			}
 			return nil
@@ -34,6 +33,7 @@ func (s *Store) Replay(fn func(obj interface{}) error, damaged func(key string, 
 		if err != nil {
 			return err
 		}
+		s.decodeItems(items, workers)
 		for _, it := range items {
 			if it.err != nil {
 				err = damaged(it.key, it.err)
@@ -48,6 +48,32 @@ func (s *Store) Replay(fn func(obj interface{}) error, damaged func(key string, 
 			return nil
 		}
 	}
+}
+
+// replayItem is one record of a Replay chunk: its bytes, then what they
+// decoded to.
+type replayItem struct {
+	key string
+	raw []byte
+	obj interface{}
+	err error
+}
+
+// decodeItems decodes items on up to workers goroutines, dropping each
+// item's bytes once decoded.
+func (s *Store) decodeItems(items []replayItem, workers int) {
+	workers = min(workers, len(items))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(items); i += workers {
+				it := &items[i]
+				it.obj, _, it.err = s.decodeBytes(it.key, it.raw)
+				it.raw = nil
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // DropDamaged deletes the records of keys, which did not decode, and their
