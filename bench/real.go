@@ -243,8 +243,9 @@ type spawnOpts struct {
 
 // spawned is what spawnAll reports besides the results.
 type spawned struct {
-	// seconds is the time from the first start to the last HasSynced of
-	// the children that succeeded.
+	// seconds is the longest time from a child's start to its HasSynced,
+	// among the children that succeeded: with a jitter, the time from the
+	// first start to the last sync would mostly measure the jitter.
 	seconds float64
 	// failed counts the children that failed or timed out; err is the
 	// first such failure.
@@ -273,7 +274,6 @@ func (d *driver) spawnAll(ctx context.Context, prefix string, count int, spec fu
 		mu      sync.Mutex
 		results []Result
 		sp      spawned
-		last    int64
 	)
 	fail := func(err error) {
 		mu.Lock()
@@ -305,6 +305,7 @@ func (d *driver) spawnAll(ctx context.Context, prefix string, count int, spec fu
 				fail(ctx.Err())
 				return
 			}
+			launched := time.Now()
 			p, err := d.startChild(ctx, fmt.Sprintf("%s/agent-%02d", prefix, i), s)
 			if err != nil {
 				fail(err)
@@ -318,7 +319,7 @@ func (d *driver) spawnAll(ctx context.Context, prefix string, count int, spec fu
 			mu.Lock()
 			defer mu.Unlock()
 			results = append(results, r)
-			last = max(last, r.SyncedAt)
+			sp.seconds = max(sp.seconds, time.Unix(0, r.SyncedAt).Sub(launched).Seconds())
 		})
 	}
 	wg.Wait()
@@ -327,9 +328,6 @@ func (d *driver) spawnAll(ctx context.Context, prefix string, count int, spec fu
 	}
 	if startErr != nil {
 		return nil, sp, startErr
-	}
-	if last > 0 {
-		sp.seconds = time.Unix(0, last).Sub(start).Seconds()
 	}
 	return results, sp, nil
 }
