@@ -14,6 +14,9 @@ var (
 	ErrDuplicateStore = errors.New("store name already used by another informer of this cache")
 	// ErrClosed means the Cache was closed.
 	ErrClosed = errors.New("cache is closed")
+
+	// errDamagedRecord stops a warm-start replay at a damaged record (FailOnCorruption).
+	errDamagedRecord = errors.New("stored record is damaged")
 )
 
 // stoppedError is the error, in client-go's words, for a handler or an

@@ -60,7 +60,7 @@ type metrics struct {
 var (
 	changeLabel  = [4]string{"unchanged", "added", "updated", "deleted"} // indexed by boltindexer.ChangeType
 	relistLabels = []reflector.RelistReason{reflector.RelistColdStart, reflector.RelistRequired, reflector.RelistExpired, reflector.RelistTooLargeRV,
-		reflector.RelistRVAhead, reflector.RelistClusterChanged}
+		reflector.RelistRVAhead, reflector.RelistClusterChanged, reflector.RelistDamagedRecord}
 	replayLabels = []string{replayWarmStart, replayHandlerAdded}
 )
 

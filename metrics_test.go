@@ -86,6 +86,7 @@ boltinformer_objects_dropped_total{file="%[1]s",store="Pod.v1"} 0
 # TYPE boltinformer_relists_total counter
 boltinformer_relists_total{file="%[1]s",reason="cluster_changed",store="Pod.v1"} 0
 boltinformer_relists_total{file="%[1]s",reason="cold_start",store="Pod.v1"} %[4]d
+boltinformer_relists_total{file="%[1]s",reason="damaged_record",store="Pod.v1"} 0
 boltinformer_relists_total{file="%[1]s",reason="expired",store="Pod.v1"} 0
 boltinformer_relists_total{file="%[1]s",reason="must_relist",store="Pod.v1"} 0
 boltinformer_relists_total{file="%[1]s",reason="rv_ahead_of_cluster",store="Pod.v1"} 0

@@ -50,6 +50,10 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 	defer procWG.Wait()
 	defer stopProcessor()
 
+	// A damaged record found by the replay stops the informer: runCtx ends
+	// the reflector and the queue with it.
+	ctx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
 	var wg sync.WaitGroup
 	p := inf.startAndReplay(ctx, logger, clusterRelist, func(p *pipeline) {
 		procWG.Go(func() { inf.processor.Run(procCtx) })
@@ -69,6 +73,10 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 	})
 	if p == nil {
 		return
+	}
+	if p.failed {
+		inf.abandoned.Store(true)
+		stopRun()
 	}
 	inf.processLoop(ctx, p.queue)
 	wg.Wait()
@@ -101,6 +109,12 @@ type pipeline struct {
 	reason      string // that relist's reason
 	warm        *warmStart
 	checkPeriod time.Duration
+	// replay says the stored objects are replayed to the handlers registered
+	// at start: the replay then checks every record on the way.
+	replay bool
+	// failed says the replay found a damaged record and the informer must
+	// stop (FailOnCorruption): nothing queued may be applied.
+	failed bool
 }
 
 // startAndReplay is the hand-off between Run and handlers added while it
@@ -138,8 +152,9 @@ func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, clu
 		} else {
 			logger.Info("Resuming watch from the stored resourceVersion", "resourceVersion", p.rv, "replay", !inf.opts.DisableReplay)
 		}
-		if !inf.opts.DisableReplay {
-			inf.replayStored(ctx, logger)
+		if p.replay && !inf.replayStored(ctx, logger, p) {
+			p.failed = true
+			return p
 		}
 		p.warm.replayed()
 	default:
@@ -164,7 +179,11 @@ func (inf *Informer) newPipelineLocked(logger klog.Logger, clusterRelist reflect
 		logger.Error(err, "Cannot read the store's state; not starting")
 		return nil
 	}
-	if rv != "" || relisting {
+	// With a replay, the replay checks every record as it decodes it (one
+	// read of the file); without one, a scan of the records' checksums does,
+	// before any request goes out.
+	replay := !inf.opts.DisableReplay && inf.processor.NumListeners() > 0
+	if (rv != "" || relisting) && !replay {
 		ok, rebuilt := inf.checkStoredRecords(logger)
 		if !ok {
 			return nil
@@ -206,7 +225,7 @@ func (inf *Informer) newPipelineLocked(logger klog.Logger, clusterRelist reflect
 	})
 	return &pipeline{
 		queue: queue, refl: refl, rv: rv, relisting: relisting, reason: reason, warm: warm,
-		checkPeriod: inf.processor.FreezeResyncCheckPeriod(),
+		checkPeriod: inf.processor.FreezeResyncCheckPeriod(), replay: replay,
 	}
 }
 
@@ -236,24 +255,68 @@ func (inf *Informer) checkStoredRecords(logger klog.Logger) (ok, rebuilt bool) {
 }
 
 // replayStored streams the stored objects from disk to every handler as
-// initial-list adds. The caller holds blockDeltas (see startAndReplay).
-func (inf *Informer) replayStored(ctx context.Context, logger klog.Logger) {
+// initial-list adds, and checks every record on the way: it is the warm
+// start's one read of the file. A record that does not decode is never
+// distributed. With FailOnCorruption the first one stops the replay and
+// replayStored returns false: the informer stops without syncing (the file
+// is left for inspection). With RebuildOnCorruption the replay goes on; the
+// damaged records are then dropped and the reflector relists, so handlers
+// get those objects from the relist's diff, and no tombstone of an object
+// they were never sent. The caller holds blockDeltas (see startAndReplay),
+// so no queued delta is applied before the damaged records are dropped.
+func (inf *Informer) replayStored(ctx context.Context, logger klog.Logger, p *pipeline) bool {
 	start, n := inf.clock.Now(), 0
-	err := inf.store.ForEach(func(obj interface{}) error {
+	var damaged []string
+	err := inf.store.Replay(func(obj interface{}) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		n++
 		inf.processor.Distribute(processor.Add{Obj: obj, IsInInitialList: true})
 		return nil
+	}, func(key string, err error) error {
+		if inf.onCorruption != RebuildOnCorruption {
+			logger.Error(err, "Stored record is damaged; stopping (Options.OnCorruption is FailOnCorruption: inspect the file with cachectl check, or set RebuildOnCorruption)")
+			return errDamagedRecord
+		}
+		logger.Error(err, "Stored record is damaged; dropping it, the store relists")
+		damaged = append(damaged, key)
+		return nil
 	})
-	if err != nil && ctx.Err() == nil {
-		logger.Error(err, "Warm-start replay failed; handlers missed stored objects")
-	}
-	if err == nil {
+	switch {
+	case errors.Is(err, errDamagedRecord):
+		inf.markStoppedEarly()
+		return false
+	case err != nil && ctx.Err() == nil:
+		logger.Error(err, "Warm-start replay failed; stopping, the next start replays again")
+		inf.markStoppedEarly()
+		return false
+	case err == nil:
 		inf.metrics.observeReplay(replayWarmStart, inf.clock.Since(start))
 	}
-	logger.V(2).Info("Replayed stored objects", "objects", n)
+	logger.V(2).Info("Replayed stored objects", "objects", n, "damaged", len(damaged))
+	if len(damaged) == 0 {
+		return true
+	}
+	if err := inf.store.DropDamaged(damaged); err != nil {
+		logger.Error(err, "Cannot drop the damaged records; not starting")
+		inf.markStoppedEarly()
+		return false
+	}
+	if !p.relisting {
+		// The relist already under way (an unfinished one) stores them again.
+		p.warm.relisting()
+		p.refl.RequestRelist(reflector.RelistDamagedRecord)
+	}
+	return true
+}
+
+// markStoppedEarly marks the informer stopped while Run is still winding
+// down: AddEventHandler fails with ErrStopped from now on.
+func (inf *Informer) markStoppedEarly() {
+	inf.startedMu.Lock()
+	defer inf.startedMu.Unlock()
+	inf.stopped = true
 }
 
 // markStopped records that Run is over: no handler or indexer may be added.
@@ -272,6 +335,14 @@ type warmStart struct {
 	mu                 sync.Mutex
 	replayDone         bool
 	watchIsEstablished bool
+}
+
+// relisting turns the warm start into a relist: the watch from the stored
+// RV no longer syncs the informer, the relist's end does.
+func (w *warmStart) relisting() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.warm = false
 }
 
 func (w *warmStart) replayed() {

@@ -103,6 +103,10 @@ type Result struct {
 	Error    string `json:"error,omitempty"`
 	// Warm is true when a boltinformer started from a stored RV.
 	Warm bool `json:"warm,omitempty"`
+	// Profiled is true when the child wrote profiles (Spec.ProfileDir):
+	// the CPU profiler's buffers and the heap profiles written at each
+	// heap growth are then in the Go heap its peaks measure.
+	Profiled bool `json:"profiled,omitempty"`
 	// StartedAt and SyncedAt are wall clock (unix ns): the child's start
 	// and HasSynced.
 	StartedAt int64 `json:"startedAt"`
@@ -310,7 +314,7 @@ func waitFor(ctx context.Context, what string, cond func() bool) error {
 }
 
 func runSync(ctx context.Context, spec Spec) (Result, error) {
-	res := Result{Scenario: spec.Scenario, Impl: spec.Impl}
+	res := Result{Scenario: spec.Scenario, Impl: spec.Impl, Profiled: spec.ProfileDir != ""}
 	prof, err := startProfiles(spec.ProfileDir)
 	if err != nil {
 		return res, err
@@ -353,6 +357,10 @@ func runSync(ctx context.Context, spec Spec) (Result, error) {
 			return res, err
 		}
 	}
+	// The peak is taken before the objects are counted: listing 150k keys
+	// is the bench's own 6 MB, not the informer's.
+	res.HeapPeakSync = sampler.Peak()
+	res.ProcSync = ReadProcStatus()
 	if spec.SkipMemory && spec.ExpectAdds > 0 {
 		// The adds waited for are the count: listing the keys of a large
 		// file under a memory limit reads the whole file back.
@@ -360,8 +368,6 @@ func runSync(ctx context.Context, spec Spec) (Result, error) {
 	} else {
 		res.Objects = len(u.inf.GetStore().ListKeys())
 	}
-	res.HeapPeakSync = sampler.Peak()
-	res.ProcSync = ReadProcStatus()
 	if spec.SkipMemory {
 		return res, u.Close()
 	}

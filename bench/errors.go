@@ -13,3 +13,6 @@ var ErrNoCgroup = errors.New("no memory cgroup")
 
 // ErrBadLimit is returned for a memory limit that is not positive.
 var ErrBadLimit = errors.New("bad memory limit")
+
+// ErrBadConfig is returned for a Config value out of range.
+var ErrBadConfig = errors.New("bad bench configuration")

@@ -43,6 +43,19 @@ func (r *Row) ratioTarget(text string, limit float64) {
 	r.Target, r.Check, r.TargetRatio = text, ratioAtMost(limit), limit
 }
 
+// notJudgedProfiled marks a heap target a profiled child cannot be judged
+// by: the profilers' own allocations are in the heap it measured.
+const notJudgedProfiled = "(not judged: profiled run)"
+
+// heapTarget sets the peak-heap target, or only shows it when the child
+// was profiled.
+func (r *Row) heapTarget(profiled bool) {
+	r.Target, r.Check = "≤ 16 MB", valueAtMost(peakHeapTarget)
+	if profiled {
+		r.Target, r.Check = "≤ 16 MB "+notJudgedProfiled, nil
+	}
+}
+
 // Units of Row values.
 const (
 	unitBytes   = "bytes"
@@ -118,14 +131,14 @@ func Rows(res *Results) []Row {
 		r = base
 		r.Scenario, r.Metric, r.Unit = "2 peak memory", "peak Go heap, initial list", unitBytes
 		r.RefValue, r.Value = float64(cg.HeapPeakSync), float64(bi.HeapPeakSync)
-		r.Target, r.Check = "≤ 16 MB", valueAtMost(peakHeapTarget)
+		r.heapTarget(bi.Profiled)
 		add(r)
 		r.Target, r.Check = "", nil
 		r.Metric, r.RefValue, r.Value = "peak RSS (VmHWM), initial list", float64(cg.ProcSync.VmHWM), float64(bi.ProcSync.VmHWM)
 		add(r)
 		if cg.HeapPeakRelist > 0 && bi.HeapPeakRelist > 0 {
 			r.Metric, r.RefValue, r.Value = "peak Go heap, relist", float64(cg.HeapPeakRelist), float64(bi.HeapPeakRelist)
-			r.Target, r.Check = "≤ 16 MB", valueAtMost(peakHeapTarget)
+			r.heapTarget(bi.Profiled)
 			add(r)
 			r.Target, r.Check, r.TargetRatio = "", nil, 0
 			r.Metric, r.RefValue, r.Value = "peak RSS (VmHWM), relist", float64(cg.VmHWMRelist), float64(bi.VmHWMRelist)
@@ -293,14 +306,14 @@ func Rows(res *Results) []Row {
 		if !ok1 || !ok2 {
 			continue
 		}
-		agents, objs := 0, 0
+		agents, objs := max(cgm.Agents, bim.Agents), 0
 		var cgBytes, biBytes, cgLists, biLists int64
 		for name, c := range res.Children {
 			switch {
 			case strings.HasPrefix(name, childName("storm", "real", s.n, ImplClientGo)+"/"):
 				cgBytes += c.TrafficSync.BytesReceived
 				cgLists += c.TrafficSync.Lists + c.TrafficSync.WatchLists
-				agents, objs = agents+1, c.Objects
+				objs = c.Objects
 			case strings.HasPrefix(name, childName("storm", "real", s.n, ImplBolt)+"/"):
 				biBytes += c.TrafficCurrent.BytesReceived
 				biLists += c.TrafficCurrent.Lists + c.TrafficCurrent.WatchLists
@@ -308,15 +321,31 @@ func Rows(res *Results) []Row {
 		}
 		base := Row{Scenario: fmt.Sprintf("8 restart storm (%d agents × %d obj)", agents, objs), N: s.n, Source: srcName["real"], Ref: "client-go cold start"}
 		r := base
-		r.Metric, r.Unit, r.RefValue, r.Value = "time until every agent has synced", unitSeconds, cgm.Seconds, bim.Seconds
-		r.ratioTarget("≤ 0.2x", 0.2)
+		r.Metric, r.Unit, r.RefValue, r.Value = "agents that failed or timed out", unitCount, float64(cgm.Failed), float64(bim.Failed)
+		r.Target, r.Check = "none", func(r Row) bool { return r.Value == 0 && r.RefValue == 0 }
 		add(r)
+		r.Target, r.Check = "", nil
+		r.Metric, r.Unit, r.RefValue, r.Value = "slowest agent, start to HasSynced", unitSeconds, cgm.Seconds, bim.Seconds
+		r.ratioTarget("≤ 0.2x", 0.2)
+		if cgm.Failed+bim.Failed > 0 {
+			// The time of the agents that synced says nothing of those that
+			// did not: the target is missed.
+			r.Target, r.Check = "≤ 0.2x, every agent synced", func(Row) bool { return false }
+		}
+		add(r)
+		r.Target, r.Check, r.TargetRatio = "", nil, 0
 		r.Metric, r.Unit, r.RefValue, r.Value = "bytes sent (apiserver metrics)", unitBytes, cgm.BytesSent, bim.BytesSent
 		r.ratioTarget("≤ 2%", 0.02)
 		add(r)
 		r.Target, r.Check, r.TargetRatio = "", nil, 0
 		if agents > 0 {
 			r.Metric, r.RefValue, r.Value = "bytes sent per agent (apiserver metrics)", cgm.BytesSent/float64(agents), bim.BytesSent/float64(agents)
+			add(r)
+			// Each agent's requests are served apart, so the bytes scale
+			// with the agents (the time does not: it is bounded by the
+			// apiserver's CPU).
+			r.Metric = fmt.Sprintf("bytes sent for a %s-node DaemonSet restart (per agent × %s)", commaInt(daemonSetNodes), commaInt(daemonSetNodes))
+			r.RefValue, r.Value = cgm.BytesSent/float64(agents)*daemonSetNodes, bim.BytesSent/float64(agents)*daemonSetNodes
 			add(r)
 		}
 		r.Metric, r.RefValue, r.Value = "bytes received (clients, on the wire)", float64(cgBytes), float64(biBytes)
@@ -331,6 +360,18 @@ func Rows(res *Results) []Row {
 		add(r)
 	}
 	return rows
+}
+
+// daemonSetNodes is the fleet the storm's apiserver bytes are extrapolated to.
+const daemonSetNodes = 5000
+
+// commaInt writes n with thousands separators (5,000).
+func commaInt(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }
 
 // peakHeapTarget is the highest peak Go heap allowed at any N (16 MB as
@@ -352,6 +393,9 @@ func flatHeapRows(res *Results, ns []int) []Row {
 	r := base
 	r.Metric, r.RefValue, r.Value = "peak Go heap, initial list: flat across N", float64(lo.HeapPeakSync), float64(hi.HeapPeakSync)
 	r.ratioTarget("≤ 1.25x", 1.25)
+	if lo.Profiled || hi.Profiled {
+		r.Target, r.Check, r.TargetRatio = "≤ 1.25x "+notJudgedProfiled, nil, 0
+	}
 	out := []Row{r}
 	if lo.HeapPeakRelist > 0 && hi.HeapPeakRelist > 0 {
 		r.Metric, r.RefValue, r.Value = "peak Go heap, relist: flat across N", float64(lo.HeapPeakRelist), float64(hi.HeapPeakRelist)

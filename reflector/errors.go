@@ -29,4 +29,7 @@ var (
 
 	// ErrWatchListNotHonored means a WatchList stream sent something other than ADDED before its initial-events-end bookmark.
 	ErrWatchListNotHonored = errors.New("reflector: server did not honor sendInitialEvents")
+
+	// errRelistRequested ends a watch for a relist asked for with RequestRelist.
+	errRelistRequested = errors.New("reflector: relist requested")
 )

@@ -28,6 +28,9 @@ var errContinueExpired = errors.New("continue token expired")
 // LastSyncResourceVersion, the list's RV.
 func (r *Reflector) relist(ctx context.Context, reason RelistReason) (watchStream, error) {
 	logger := klog.FromContext(ctx)
+	if pending := r.takeRelistRequest(); pending != "" {
+		logger.V(4).Info("This relist serves a requested one", "requested", pending)
+	}
 	logger.V(2).Info("Relisting", "reason", reason, "lastSyncRV", r.LastSyncResourceVersion())
 	r.metrics.RelistStarted(reason)
 	if r.useWatchList {

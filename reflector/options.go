@@ -188,6 +188,9 @@ const (
 	// RelistClusterChanged: the store belonged to another cluster and was
 	// emptied (set by the informer through Options.MustRelistReason).
 	RelistClusterChanged RelistReason = "cluster_changed"
+	// RelistDamagedRecord: the warm-start replay found damaged records and
+	// the informer dropped them (set by the informer through RequestRelist).
+	RelistDamagedRecord RelistReason = "damaged_record"
 )
 
 // WatchErrorHandler is called with every error that ends a list or watch

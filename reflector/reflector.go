@@ -56,6 +56,9 @@ type Reflector struct {
 
 	// started turns true at the first Run.
 	started atomic.Bool
+	// relistRequests holds at most one reason sent by RequestRelist and not
+	// yet served by a relist.
+	relistRequests chan RelistReason
 
 	// lastSyncRVMu protects lastSyncRV.
 	lastSyncRVMu sync.RWMutex
@@ -99,6 +102,7 @@ func newReflector(lw cache.ListerWatcherWithContext, client any, expectedType ru
 		establishedAfter:   opts.WatchEstablishedAfter,
 		watchErrorHandler:  opts.WatchErrorHandler,
 		lastSyncRV:         opts.StartRV,
+		relistRequests:     make(chan RelistReason, 1),
 	}
 	if expectedType != nil {
 		r.expectedType = reflect.TypeOf(expectedType)
@@ -237,6 +241,27 @@ func (r *Reflector) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// RequestRelist makes a running reflector relist with reason: it ends the
+// watch it is consuming and relists. A relist that begins after the call
+// serves it, so a request made while one is already pending, or just before
+// a relist begins for another reason, costs no extra relist. It never blocks.
+func (r *Reflector) RequestRelist(reason RelistReason) {
+	select {
+	case r.relistRequests <- reason:
+	default:
+	}
+}
+
+// takeRelistRequest returns the pending RequestRelist reason, or "".
+func (r *Reflector) takeRelistRequest() RelistReason {
+	select {
+	case reason := <-r.relistRequests:
+		return reason
+	default:
+		return ""
+	}
 }
 
 // initialAction returns the reason for a first relist, or "" for a warm start.

@@ -49,6 +49,10 @@ func (r *Reflector) watch(ctx context.Context, resumed watchStream, afterRelist 
 			watchStream{w}.stop()
 			return ""
 		}
+		if reason := r.takeRelistRequest(); reason != "" {
+			watchStream{w}.stop()
+			return reason
+		}
 		start := r.clock.Now()
 		// A stream handed over by a WatchList relist is past its initial events
 		// and may well be quiet: its end is never a very short watch.
@@ -77,6 +81,11 @@ func (r *Reflector) watch(ctx context.Context, resumed watchStream, afterRelist 
 		switch {
 		case ctx.Err() != nil:
 			return ""
+		case errors.Is(err, errRelistRequested):
+			if reason := r.takeRelistRequest(); reason != "" {
+				return reason
+			}
+			return RelistRequired
 		case err == nil:
 			r.metrics.WatchClosed()
 			logger.V(4).Info("Watch closed, re-watching", "resourceVersion", r.LastSyncResourceVersion())
@@ -175,6 +184,10 @@ func (r *Reflector) consumeWatch(ctx context.Context, w watch.Interface, start t
 			return ctx.Err()
 		case <-graceC:
 			establish()
+		case reason := <-r.relistRequests:
+			// Put it back for watch, which returns it as the relist's reason.
+			r.RequestRelist(reason)
+			return errRelistRequested
 		case event, ok := <-w.ResultChan():
 			if !ok {
 				if !continued && events == 0 && r.clock.Since(start) < veryShortWatch {
