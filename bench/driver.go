@@ -44,7 +44,8 @@ type Config struct {
 	StormAgents  int
 	StormObjects int
 	// StormJitter spreads the agents' restarts: each starts after a random
-	// delay below it, as a DaemonSet's pods restart (default 5 s).
+	// delay below it (default 0: all restart at once, the storm the
+	// targets are set for; a rolling DaemonSet update is spread wider).
 	// StormTimeout bounds each agent of the storm (default 3 min); an agent
 	// that has not synced by then counts as failed.
 	StormJitter  time.Duration
@@ -107,9 +108,6 @@ func (c *Config) defaults() error {
 	}
 	if c.StormJitter < 0 {
 		return fmt.Errorf("storm jitter %v: %w", c.StormJitter, ErrBadConfig)
-	}
-	if c.StormJitter == 0 {
-		c.StormJitter = 5 * time.Second
 	}
 	if c.StormTimeout <= 0 {
 		c.StormTimeout = 3 * time.Minute

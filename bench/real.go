@@ -157,7 +157,7 @@ func (d *driver) runReal(ctx context.Context) error {
 
 // storm: StormAgents boltinformer agents sync once (their first start, in
 // waves: setup, not measured), 1% of the Pods change, then they all restart
-// within StormJitter, as a DaemonSet's pods do; then as many client-go
+// at once (or within StormJitter when it is set); then as many client-go
 // agents start the same way (a client-go restart is a cold start). An agent
 // that fails or has not synced within StormTimeout counts as failed; the
 // storm is reported, never hung on it.

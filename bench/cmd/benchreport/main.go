@@ -43,7 +43,7 @@ func main() {
 	flag.IntVar(&cfg.ContainerN, "container-n", envInt("BENCH_CONTAINER_N", 50000), "object count of the container scenario (each implementation in a memory cgroup), 0 to skip it ($BENCH_CONTAINER_N)")
 	flag.DurationVar(&cfg.ContainerTimeout, "container-timeout", 2*time.Minute, "a sync in a memory cgroup that takes longer counts as failing")
 	flag.IntVar(&cfg.StormObjects, "storm-objects", 1000, "Pods each storm agent caches")
-	flag.DurationVar(&cfg.StormJitter, "storm-jitter", 5*time.Second, "storm agents restart within this time, each after a random delay, as a DaemonSet's pods do")
+	flag.DurationVar(&cfg.StormJitter, "storm-jitter", 0, "storm agents restart within this time, each after a random delay (0: all at once, the storm the targets are set for)")
 	flag.DurationVar(&cfg.StormTimeout, "storm-timeout", 3*time.Minute, "a storm agent that has not synced by then counts as failed")
 	flag.BoolVar(&cfg.JSON, "json", false, "clients ask for JSON instead of protobuf")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "write each child's CPU and heap profiles under this directory")
