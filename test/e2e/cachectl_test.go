@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -93,13 +94,13 @@ func compactManagedFields(obj runtime.Object) runtime.Object {
 // syncProcess is a running `cachectl sync`.
 type syncProcess struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testutil.SyncBuffer
 	done   chan struct{}
 }
 
 func startCachectlSync(t *testing.T, bin string, args ...string) *syncProcess {
 	t.Helper()
-	p := &syncProcess{cmd: exec.Command(bin, append([]string{"sync"}, args...)...), stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &syncProcess{cmd: exec.Command(bin, append([]string{"sync"}, args...)...), stderr: &testutil.SyncBuffer{}, done: make(chan struct{})}
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

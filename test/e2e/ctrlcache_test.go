@@ -30,6 +30,7 @@ import (
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/ctrlcache"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // TestCtrlCacheScopeMatchesRequests runs a controller-runtime cache whose
@@ -166,13 +167,13 @@ func TestCtrlCacheScopeMatchesRequests(t *testing.T) {
 // exampleProcess is a running example program.
 type exampleProcess struct {
 	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
+	stdout, stderr *testutil.SyncBuffer
 	done           chan struct{}
 }
 
 func startExample(t *testing.T, bin string, args ...string) *exampleProcess {
 	t.Helper()
-	p := &exampleProcess{cmd: exec.Command(bin, args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &exampleProcess{cmd: exec.Command(bin, args...), stdout: &testutil.SyncBuffer{}, stderr: &testutil.SyncBuffer{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)

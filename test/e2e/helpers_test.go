@@ -365,3 +365,11 @@ func openReadOnly(t *testing.T, path, name string, example runtime.Object) *bolt
 	}
 	return st
 }
+
+// tail returns the last 4000 bytes of a process's output.
+func tail(s string) string {
+	if len(s) > 4000 {
+		return "…" + s[len(s)-4000:]
+	}
+	return s
+}
