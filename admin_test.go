@@ -9,6 +9,7 @@ import (
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/internal/admin"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // TestAdminSocketServesLiveCache: a cache opened with AdminSocket answers
@@ -30,7 +31,7 @@ func TestAdminSocketServesLiveCache(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	eventually(t, "sync", inf.HasSynced)
+	testutil.Eventually(t, "sync", waitTimeout, inf.HasSynced)
 
 	client, err := admin.Dial(ctx, sock, 0)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -41,11 +42,11 @@ func TestBookmarksAdvanceTheStoredRV(t *testing.T) {
 		t.Fatalf("after the list: stored rv %q, want 10", rv)
 	}
 	lw.w.Action(watch.Bookmark, &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "57"}})
-	eventually(t, "bookmark to reach the store", func() bool { return inf.Store().LastStoreSyncResourceVersion() == "57" })
+	testutil.Eventually(t, "bookmark to reach the store", waitTimeout, func() bool { return inf.Store().LastStoreSyncResourceVersion() == "57" })
 	// An older bookmark never moves it back.
 	lw.w.Action(watch.Bookmark, &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "40"}})
 	q := testPod("ns", "q", "n")
 	q.ResourceVersion = "60"
 	lw.w.Add(q)
-	eventually(t, "event after the bookmark", func() bool { return inf.Store().LastStoreSyncResourceVersion() == "60" })
+	testutil.Eventually(t, "event after the bookmark", waitTimeout, func() bool { return inf.Store().LastStoreSyncResourceVersion() == "60" })
 }

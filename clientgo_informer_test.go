@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -188,7 +189,7 @@ func TestRemoveForeignHandle(t *testing.T) {
 				t.Fatalf("removing a foreign handle: %v, want nil", err)
 			}
 			start(t, owner.inf)
-			eventually(t, "the handler, still registered, to see the pod", func() bool { return rec.count("add@") == 1 })
+			testutil.Eventually(t, "the handler, still registered, to see the pod", waitTimeout, func() bool { return rec.count("add@") == 1 })
 		})
 	}
 }
@@ -250,9 +251,9 @@ func TestHandlerPanicAsClientGo(t *testing.T) {
 				t.Fatal(err)
 			}
 			start(t, s.inf)
-			eventually(t, "the other objects", func() bool { return rec.count("add@") == 2 })
-			eventually(t, "the panic to reach PanicHandlers", func() bool { return panics.has("boom in " + s.name) })
-			eventually(t, "the informer to sync", s.inf.HasSynced)
+			testutil.Eventually(t, "the other objects", waitTimeout, func() bool { return rec.count("add@") == 2 })
+			testutil.Eventually(t, "the panic to reach PanicHandlers", waitTimeout, func() bool { return panics.has("boom in " + s.name) })
+			testutil.Eventually(t, "the informer to sync", waitTimeout, s.inf.HasSynced)
 			if reg.HasSynced() {
 				t.Fatal("the registration synced although its handler panicked on an initial object")
 			}
@@ -273,10 +274,10 @@ func TestDeleteOfUnknownKeyNotifies(t *testing.T) {
 		}
 		recs = append(recs, rec)
 		start(t, s.inf)
-		eventually(t, s.name+" to sync", s.inf.HasSynced)
+		testutil.Eventually(t, s.name+" to sync", waitTimeout, s.inf.HasSynced)
 		src.Delete(testPod("ns", "ghost", "n"))
 		src.Add(testPod("ns", "real", "n"))
-		eventually(t, s.name+" to see the add after the delete", func() bool { return rec.count("add@") == 1 })
+		testutil.Eventually(t, s.name+" to see the add after the delete", waitTimeout, func() bool { return rec.count("add@") == 1 })
 	}
 	theirs, ours := recs[0].snapshot(), recs[1].snapshot()
 	if strings.Join(theirs, "; ") != strings.Join(ours, "; ") {

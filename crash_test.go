@@ -87,7 +87,7 @@ func TestCrashAtRandomPoints(t *testing.T) {
 			srv := &testutil.HistoryServer{H: s, Start: time.Now().Add(-time.Hour), PerMs: 10}
 			inf, _, stop := runInformer(t, path, srv, boltinformer.InformerOptions{Indexers: crashIndexers(), PageSize: 40})
 			want := s.StateAt(s.Final())
-			eventually(t, "convergence to the final state", func() bool { return sameMap(storeKeys(inf), want) })
+			testutil.Eventually(t, "convergence to the final state", waitTimeout, func() bool { return sameMap(storeKeys(inf), want) })
 			stop()
 		})
 	}

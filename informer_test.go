@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -25,7 +24,11 @@ import (
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
+
+// waitTimeout bounds every wait on an informer in this package's tests.
+const waitTimeout = 30 * time.Second
 
 func newSource(t *testing.T) *fcache.FakeControllerSource {
 	src := fcache.NewFakeControllerSource()
@@ -193,14 +196,6 @@ func runInformer(t *testing.T, path string, lw cache.ListerWatcher, opts boltinf
 	return inf, rec, stop
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
 func sourceKeys(t *testing.T, src *fcache.FakeControllerSource) map[string]string {
 	obj, err := src.List(metav1.ListOptions{})
 	if err != nil {
@@ -257,7 +252,7 @@ func TestColdStartThenWarmRestartWithoutList(t *testing.T) {
 	}
 	p := testPod("ns0", "p0", "n2")
 	src.Modify(p)
-	eventually(t, "update", func() bool { return rec.count("update@") == 1 })
+	testutil.Eventually(t, "update", waitTimeout, func() bool { return rec.count("update@") == 1 })
 	stop()
 	if lw.lists.Load() != 1 {
 		t.Fatalf("cold start made %d LISTs, want 1", lw.lists.Load())
@@ -274,16 +269,17 @@ func TestColdStartThenWarmRestartWithoutList(t *testing.T) {
 	lw2 := newCountingLW(src)
 	inf2, rec2, stop2 := runInformer(t, path, lw2, opts)
 	// Warm start: the 20 stored objects are replayed from disk, then the changes arrive by WATCH.
-	eventually(t, "changes after warm start", func() bool {
+	testutil.Eventually(t, "changes after warm start", waitTimeout, func() bool {
 		return rec2.count("update@") == 3 && rec2.count("delete") == 1 && rec2.count("add@") == 22
 	})
+
 	if n := rec2.count("initial=true"); n != 20 {
 		t.Fatalf("replay: %d initial adds, want 20: %v", n, rec2.snapshot())
 	}
 	if n, p := lw2.lists.Load(), lw2.probes.Load(); n != 0 || p != 1 {
 		t.Fatalf("warm restart made %d LISTs and %d resume checks (LIST limit=1), want 0 and 1", n, p)
 	}
-	eventually(t, "store equals source", func() bool { return sameMap(storeKeys(inf2), sourceKeys(t, src)) })
+	testutil.Eventually(t, "store equals source", waitTimeout, func() bool { return sameMap(storeKeys(inf2), sourceKeys(t, src)) })
 	stop2()
 }
 
@@ -304,9 +300,10 @@ func TestRelistAfterExpiredRVDiffsAgainstDisk(t *testing.T) {
 	lw := newCountingLW(src)
 	lw.expire(storedRV) // the apiserver no longer serves the stored RV
 	inf2, rec, stop2 := runInformer(t, path, lw, boltinformer.InformerOptions{DisableReplay: true})
-	eventually(t, "relist changes", func() bool {
+	testutil.Eventually(t, "relist changes", waitTimeout, func() bool {
 		return rec.count("update@") == 1 && rec.count("delete(tombstone)") == 1 && rec.count("add@") == 1
 	})
+
 	if n, p := lw.lists.Load(), lw.probes.Load(); n != 1 || p != 1 {
 		t.Fatalf("%d LISTs and %d resume checks after 410, want 1 and 1", n, p)
 	}
@@ -364,10 +361,11 @@ func TestSameEventsAsClientGo(t *testing.T) {
 			next++
 		}
 	}
-	eventually(t, "both informers to converge", func() bool {
+	testutil.Eventually(t, "both informers to converge", waitTimeout, func() bool {
 		return sameMap(storeKeys(ours), sourceKeys(t, src)) && len(theirs.GetStore().ListKeys()) == len(sourceKeys(t, src)) &&
 			len(ourRec.snapshot()) == len(theirRec.snapshot())
 	})
+
 	ourRec.mu.Lock()
 	theirRec.mu.Lock()
 	defer ourRec.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -206,7 +207,7 @@ func TestDifferentialAgainstClientGo(t *testing.T) {
 	// Initial list.
 	settle("initial list", map[string]int{"first": initial, "removed": initial})
 	for name, l := range ours {
-		eventually(t, func() bool { return l.HasSynced() && refRegs[name].HasSynced() }, name+" synced on both sides")
+		testutil.Eventually(t, name+" synced on both sides", waitTimeout, func() bool { return l.HasSynced() && refRegs[name].HasSynced() })
 	}
 
 	// Live changes.
@@ -231,7 +232,7 @@ func TestDifferentialAgainstClientGo(t *testing.T) {
 	// A handler joins late; the informer replays the store to it.
 	addBoth("late", true)
 	settle("late join", map[string]int{"late": len(live)})
-	eventually(t, func() bool { return ours["late"].HasSynced() && refRegs["late"].HasSynced() }, "late handler synced on both sides")
+	testutil.Eventually(t, "late handler synced on both sides", waitTimeout, func() bool { return ours["late"].HasSynced() && refRegs["late"].HasSynced() })
 
 	// A handler leaves.
 	if err := ref.RemoveEventHandler(refRegs["removed"]); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"k8s.io/klog/v2"
 	testingclock "k8s.io/utils/clock/testing"
 )
@@ -178,10 +179,13 @@ func receivers(t *testing.T, p *Processor, recs map[string]*recorder, tag string
 	p.Distribute(Add{Obj: barrier})
 	var got []string
 	for name, r := range recs {
-		eventually(t, func() bool {
-			ev := r.Events()
-			return len(ev) > 0 && ev[len(ev)-1].obj == barrier
-		}, "the barrier to reach "+name)
+		testutil.Eventually(t,
+
+			"the barrier to reach "+name, waitTimeout, func() bool {
+				ev := r.Events()
+				return len(ev) > 0 && ev[len(ev)-1].obj == barrier
+			})
+
 		if slices.ContainsFunc(r.Events(), func(e event) bool { return e.obj == marker }) {
 			got = append(got, name)
 		}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 	rt "github.com/boltinformer/boltinformer/reflector/testing"
 )
@@ -145,7 +146,7 @@ func (h *harness) nextList(limit int64, cont string) *rt.Request {
 // waitForWaiter waits until the reflector sleeps on the fake clock.
 func (h *harness) waitForWaiter() {
 	h.t.Helper()
-	eventually(h.t, "the reflector waits on the clock", h.clock.HasWaiters)
+	testutil.Eventually(h.t, "the reflector waits on the clock", rt.Timeout, h.clock.HasWaiters)
 }
 
 func expectWatch(t *testing.T, req *rt.Request, rv string) {
@@ -189,17 +190,6 @@ func expectNoLists(t *testing.T, lw *rt.ListerWatcher) {
 		if c.Verb == rt.VerbList {
 			t.Fatalf("unexpected LIST among %v", lw.Calls())
 		}
-	}
-}
-
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(rt.Timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 	rt "github.com/boltinformer/boltinformer/reflector/testing"
 )
@@ -36,7 +37,7 @@ func TestResumeCheckThenWatchFromStoredRV(t *testing.T) {
 			h.nextProbe().RespondList(page("160", ""))
 			h.nextWatch("101")
 			expectCalls(t, h.sink, "Add(a@101)")
-			eventually(t, "the second watch is established", func() bool { return len(h.establishedRVs()) == 2 })
+			testutil.Eventually(t, "the second watch is established", rt.Timeout, func() bool { return len(h.establishedRVs()) == 2 })
 			h.stop()
 			want := []string{`list rv="" limit=1`, `watch rv="100"`, `list rv="" limit=1`, `watch rv="101"`}
 			if got := callStrings(h.lw); !slices.Equal(got, want) {

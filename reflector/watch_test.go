@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 	rt "github.com/boltinformer/boltinformer/reflector/testing"
 )
@@ -28,7 +29,7 @@ func TestWarmStartWatchesFromStoredRVWithoutList(t *testing.T) {
 		t.Errorf("LastSyncResourceVersion() = %q before any event, want the stored 100", got)
 	}
 	w := req.RespondWatch()
-	eventually(t, "OnWatchEstablished is called", func() bool { return len(h.establishedRVs()) == 1 })
+	testutil.Eventually(t, "OnWatchEstablished is called", rt.Timeout, func() bool { return len(h.establishedRVs()) == 1 })
 	if got := h.establishedRVs(); got[0] != "100" {
 		t.Errorf("OnWatchEstablished(%q), want 100", got[0])
 	}
@@ -38,7 +39,7 @@ func TestWarmStartWatchesFromStoredRVWithoutList(t *testing.T) {
 	w.Delete(pod("b", "103"))
 	w.Bookmark(bookmark("104"))
 	expectCalls(t, h.sink, "Add(a@101)", "Update(a@102)", "Delete(b@103)", "Bookmark(104)")
-	eventually(t, "the bookmark's RV is the last synced", func() bool { return h.r.LastSyncResourceVersion() == "104" })
+	testutil.Eventually(t, "the bookmark's RV is the last synced", rt.Timeout, func() bool { return h.r.LastSyncResourceVersion() == "104" })
 
 	h.stop()
 	if !w.IsStopped() {
@@ -70,7 +71,7 @@ func TestEventsAndBookmarksAdvanceLastSyncResourceVersion(t *testing.T) {
 			t.Fatalf("event %d not received", i)
 		}
 		h.sink.WaitForCalls(t, i+1)
-		eventually(t, "LastSyncResourceVersion is "+s.rv, func() bool { return h.r.LastSyncResourceVersion() == s.rv })
+		testutil.Eventually(t, "LastSyncResourceVersion is "+s.rv, rt.Timeout, func() bool { return h.r.LastSyncResourceVersion() == s.rv })
 	}
 	expectCalls(t, h.sink, "Add(a@11)", "Bookmark(15)", "Update(a@16)", "Bookmark(20)", "Delete(a@21)")
 }
@@ -88,7 +89,7 @@ func TestWatchClosedNormallyRewatchesFromLastRV(t *testing.T) {
 
 	h.nextWatch("106")
 	expectCalls(t, h.sink, "Add(a@101)", "Bookmark(105)", "Update(a@106)")
-	eventually(t, "the third watch is established", func() bool { return len(h.establishedRVs()) == 3 })
+	testutil.Eventually(t, "the third watch is established", rt.Timeout, func() bool { return len(h.establishedRVs()) == 3 })
 	h.stop()
 	expectNoLists(t, h.lw)
 	m := h.metrics.snapshot()
@@ -149,7 +150,7 @@ func TestWatchDropsObjectsOfAnotherType(t *testing.T) {
 	w.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", ResourceVersion: "101"}})
 	w.Add(pod("a", "102"))
 	expectCalls(t, h.sink, "Add(a@102)")
-	eventually(t, "the pod's RV is the last synced", func() bool { return h.r.LastSyncResourceVersion() == "102" })
+	testutil.Eventually(t, "the pod's RV is the last synced", rt.Timeout, func() bool { return h.r.LastSyncResourceVersion() == "102" })
 	if calls := h.sink.Strings(); len(calls) != 1 {
 		t.Errorf("sink calls %v, want only the pod", calls)
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	clientfeatures "k8s.io/client-go/features"
 
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 	rt "github.com/boltinformer/boltinformer/reflector/testing"
 )
@@ -58,7 +59,7 @@ func TestWatchListStreamsInitialEventsInPages(t *testing.T) {
 	w.Modify(pod("a", "21"))
 	expectCalls(t, h.sink, "BeginRelist", "AddListPage(a@5,b@3)", "WaitBelow(2)",
 		"AddListPage(c@9,d@1)", "WaitBelow(2)", "AddListPage(e@7)", "EndRelist(20)", "Update(a@21)")
-	eventually(t, "the event's RV is the last synced", func() bool { return h.r.LastSyncResourceVersion() == "21" })
+	testutil.Eventually(t, "the event's RV is the last synced", rt.Timeout, func() bool { return h.r.LastSyncResourceVersion() == "21" })
 	if got := h.establishedRVs(); !slices.Equal(got, []string{"20"}) {
 		t.Errorf("OnWatchEstablished calls %v, want 20", got)
 	}

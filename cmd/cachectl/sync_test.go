@@ -24,6 +24,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/boltinformer/boltinformer/internal/testcluster"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // lockedBuffer is a bytes.Buffer safe for one writer and a polling reader.
@@ -71,17 +72,6 @@ func startSync(t *testing.T, args ...string) (stderr *lockedBuffer, stop func() 
 	return stderr, stop
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, CertificateAuthority: cfg.CAFile}
@@ -119,9 +109,10 @@ func TestSyncAgainstRealAPIServer(t *testing.T) {
 	args := []string{"--kubeconfig", kubeconfig, "--db", db, "--resource", "cm,namespaces", "-n", ns, "--socket", sock}
 
 	stderr, stop := startSync(t, args...)
-	waitFor(t, "two resources synced", func() bool {
+	testutil.Eventually(t, "two resources synced", time.Minute, func() bool {
 		return strings.Count(stderr.String(), "synced in") == 2 || strings.Contains(stderr.String(), "error")
 	})
+
 	t.Logf("sync stderr: %s", stderr.String())
 	if !strings.Contains(stderr.String(), "cm: relisting: the cache file has no resourceVersion for it (cold start)") {
 		t.Errorf("cold start not reported: %q", stderr.String())
@@ -147,7 +138,7 @@ func TestSyncAgainstRealAPIServer(t *testing.T) {
 	lists0, _ := cluster.RequestCount(ctx, "LIST", "configmaps")
 
 	stderr, stop = startSync(t, args...)
-	waitFor(t, "warm sync", func() bool { return strings.Count(stderr.String(), "synced in") == 2 })
+	testutil.Eventually(t, "warm sync", time.Minute, func() bool { return strings.Count(stderr.String(), "synced in") == 2 })
 	if !strings.Contains(stderr.String(), "cm: resuming watch at resourceVersion") {
 		t.Errorf("warm start not reported: %q", stderr.String())
 	}
@@ -159,9 +150,10 @@ func TestSyncAgainstRealAPIServer(t *testing.T) {
 	for _, c := range want.Items {
 		wantRVs[c.Name] = c.ResourceVersion
 	}
-	waitFor(t, "cache to converge", func() bool {
+	testutil.Eventually(t, "cache to converge", time.Minute, func() bool {
 		return sameRVs(getRVs(t, "--socket", sock, ns), wantRVs)
 	})
+
 	if strings.Contains(stderr.String(), `"Event"`) {
 		t.Errorf("event lines logged at the default -v:\n%s", stderr.String())
 	}
@@ -287,7 +279,7 @@ func TestSyncHealthAndJSONLogs(t *testing.T) {
 	stderr, stop := startSync(t, "--kubeconfig", kubeconfig, "--db", db, "--resource", "cm", "-n", ns,
 		"--metrics-addr", addr, "-v=2", "--logging-format=json")
 	base := "http://" + addr
-	waitFor(t, "/readyz to pass", func() bool {
+	testutil.Eventually(t, "/readyz to pass", time.Minute, func() bool {
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {
 			return false
@@ -295,6 +287,7 @@ func TestSyncHealthAndJSONLogs(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
+
 	if code, body := httpGet(t, base+"/healthz"); code != 200 || body != "ok" {
 		t.Errorf("/healthz = %d %q", code, body)
 	}
@@ -305,7 +298,7 @@ func TestSyncHealthAndJSONLogs(t *testing.T) {
 	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the add logged", func() bool { return strings.Contains(stderr.String(), `"name":"late"`) })
+	testutil.Eventually(t, "the add logged", time.Minute, func() bool { return strings.Contains(stderr.String(), `"name":"late"`) })
 	if code, out := stop(); code != 0 {
 		t.Fatalf("sync exit %d, stderr:\n%s", code, out)
 	}

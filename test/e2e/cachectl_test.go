@@ -113,7 +113,7 @@ func startCachectlSync(t *testing.T, bin string, args ...string) *syncProcess {
 // awaitStderr waits until the process has printed every one of lines.
 func (p *syncProcess) awaitStderr(t *testing.T, lines ...string) {
 	t.Helper()
-	eventually(t, syncTimeout, fmt.Sprintf("cachectl sync to print %q", lines), func() string {
+	testutil.EventuallyDiff(t, fmt.Sprintf("cachectl sync to print %q", lines), syncTimeout, func() string {
 		s := p.stderr.String()
 		select {
 		case <-p.done:
@@ -127,6 +127,7 @@ func (p *syncProcess) awaitStderr(t *testing.T, lines ...string) {
 		}
 		return ""
 	})
+
 }
 
 // signal sends sig and waits for the process to exit; it returns the exit code.
@@ -178,7 +179,7 @@ func TestCachectlSync(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		cms[ns+"/"+cmName(i)] = m.update(t, cl, cms[ns+"/"+cmName(i)], "v2")
 	}
-	eventually(t, convergeTimeout, "the running sync to converge (read through --socket)", converged("--socket", sock))
+	testutil.EventuallyDiff(t, "the running sync to converge (read through --socket)", convergeTimeout, converged("--socket", sock))
 	first.signal(syscall.SIGKILL)
 	cachectl(t, bin, "check", "--db", db)
 
@@ -188,7 +189,7 @@ func TestCachectlSync(t *testing.T) {
 	}
 	second := startCachectlSync(t, bin, args...)
 	second.awaitStderr(t, "configmaps: resuming watch at resourceVersion", "pods: resuming watch at resourceVersion", "configmaps: synced", "pods: synced")
-	eventually(t, convergeTimeout, "the restarted sync to converge (read through --socket)", converged("--socket", sock))
+	testutil.EventuallyDiff(t, "the restarted sync to converge (read through --socket)", convergeTimeout, converged("--socket", sock))
 	if code := second.signal(syscall.SIGTERM); code != 0 {
 		t.Fatalf("cachectl sync exited %d on SIGTERM:\n%s", code, tail(second.stderr.String()))
 	}

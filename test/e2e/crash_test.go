@@ -233,9 +233,10 @@ func TestSIGKILLDuringChurn(t *testing.T) {
 	rc := startCache(t, cl, path, ns, configMapSpec(opts))
 	ri := rc.infs[0]
 	want := listObjects(t, cl, "configmaps", ns, metav1.ListOptions{})
-	eventually(t, convergeTimeout, "the restarted informer to converge", func() string {
+	testutil.EventuallyDiff(t, "the restarted informer to converge", convergeTimeout, func() string {
 		return diffRVs(rvs(want), rvs(storeObjects(ri.Informer)))
 	})
+
 	assertSameObjects(t, "cache vs LIST", want, storeObjects(ri.Informer))
 	t.Logf("last start: %v", ri.lw.Calls())
 	rc.stop()

@@ -147,9 +147,10 @@ func TestCtrlCacheScopeMatchesRequests(t *testing.T) {
 		t.Logf("%s: store %s, scope %+v", resource, inf.Name(), stored)
 	}
 	want := listObjects(t, cl, "configmaps", ns, metav1.ListOptions{LabelSelector: shards.String()})
-	eventually(t, convergeTimeout, "the ConfigMaps store to match the apiserver", func() string {
+	testutil.EventuallyDiff(t, "the ConfigMaps store to match the apiserver", convergeTimeout, func() string {
 		return diffRVs(rvs(want), rvs(storeObjects(infs["configmaps"])))
 	})
+
 	if n := len(storeObjects(infs["namespaces"])); n != 1 {
 		t.Errorf("the Namespaces store holds %d objects, want 1 (%s)", n, ns)
 	}
@@ -193,7 +194,7 @@ func startExample(t *testing.T, bin string, args ...string) *exampleProcess {
 // await waits until the process printed line on stdout.
 func (p *exampleProcess) await(t *testing.T, line string) {
 	t.Helper()
-	eventually(t, syncTimeout, "the example to print "+line, func() string {
+	testutil.EventuallyDiff(t, "the example to print "+line, syncTimeout, func() string {
 		select {
 		case <-p.done:
 			t.Fatalf("the example exited (%v):\nstdout:\n%s\nstderr:\n%s", p.cmd.ProcessState, p.stdout.String(), tail(p.stderr.String()))
@@ -204,6 +205,7 @@ func (p *exampleProcess) await(t *testing.T, line string) {
 		}
 		return ""
 	})
+
 }
 
 // terminate sends SIGTERM and fails t unless the process exits 0.
@@ -261,7 +263,7 @@ func TestControllerRuntimeExample(t *testing.T) {
 	}
 	p := startExample(t, bin, args...)
 	p.await(t, `"event":"synced"`)
-	eventually(t, convergeTimeout, "the example to annotate every ConfigMap", annotated("2"))
+	testutil.EventuallyDiff(t, "the example to annotate every ConfigMap", convergeTimeout, annotated("2"))
 	names := strings.Fields(string(cachectl(t, cachectlBin, "get", "configmaps", "-n", ns, "-o", "name", "--socket", db+".sock")))
 	if len(names) != 10 {
 		t.Fatalf("cachectl get --socket listed %d ConfigMaps, want 10: %v", len(names), names)
@@ -282,7 +284,7 @@ func TestControllerRuntimeExample(t *testing.T) {
 	}
 	p = startExample(t, bin, args...)
 	p.await(t, `"event":"synced"`)
-	eventually(t, convergeTimeout, "the example to annotate the changed ConfigMap", func() string {
+	testutil.EventuallyDiff(t, "the example to annotate the changed ConfigMap", convergeTimeout, func() string {
 		got, err := cl.CoreV1().ConfigMaps(ns).Get(context.Background(), cmName(0), metav1.GetOptions{})
 		if err != nil {
 			return err.Error()
@@ -292,6 +294,7 @@ func TestControllerRuntimeExample(t *testing.T) {
 		}
 		return ""
 	})
+
 	p.terminate(t)
 	boltindexertest.CheckFile(t, db)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/internal/testcluster"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // requestLog is an HTTP client's log of the requests that start a relist:
@@ -231,7 +232,7 @@ func TestTypedFactoryWarmRestart(t *testing.T) {
 	}
 	converged := func(l listers) {
 		t.Helper()
-		eventually(t, convergeTimeout, "the listers to match the apiserver", func() string {
+		testutil.EventuallyDiff(t, "the listers to match the apiserver", convergeTimeout, func() string {
 			if d := diffRVs(rvs(listObjects(t, cl, "configmaps", ns, metav1.ListOptions{})), l.all()); d != "" {
 				return "namespace-wide: " + d
 			}
@@ -240,6 +241,7 @@ func TestTypedFactoryWarmRestart(t *testing.T) {
 			}
 			return ""
 		})
+
 	}
 
 	r, l := run(2) // cold: one LIST per store
@@ -286,13 +288,14 @@ func installWidgetCRD(t *testing.T, dyn dynamic.Interface) {
 	}); err != nil {
 		t.Fatalf("create the Widget CRD: %v", err)
 	}
-	eventually(t, convergeTimeout, "the Widget CRD to be served", func() string {
+	testutil.EventuallyDiff(t, "the Widget CRD to be served", convergeTimeout, func() string {
 		_, err := dyn.Resource(widgetGVR).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})
 		if err != nil {
 			return err.Error()
 		}
 		return ""
 	})
+
 }
 
 func newWidget(ns string, i int, color string) *unstructured.Unstructured {
@@ -377,9 +380,10 @@ func TestDynamicFactoryCRDWarmRestart(t *testing.T) {
 			}
 			return out
 		}
-		eventually(t, convergeTimeout, "the lister to match the apiserver", func() string {
+		testutil.EventuallyDiff(t, "the lister to match the apiserver", convergeTimeout, func() string {
 			return diffRVs(rvs(apiserver()), rvs(stored()))
 		})
+
 		assertSameObjects(t, "dynamic lister vs LIST", apiserver(), stored())
 	}
 
@@ -447,7 +451,7 @@ func TestMetadataFactoryWarmRestart(t *testing.T) {
 	}
 	converged := func(l cache.GenericLister) {
 		t.Helper()
-		eventually(t, convergeTimeout, "the lister to match the apiserver", func() string {
+		testutil.EventuallyDiff(t, "the lister to match the apiserver", convergeTimeout, func() string {
 			objs, err := l.ByNamespace(ns).List(labels.Everything())
 			if err != nil {
 				t.Fatal(err)
@@ -463,6 +467,7 @@ func TestMetadataFactoryWarmRestart(t *testing.T) {
 			}
 			return diffRVs(rvs(listObjects(t, cl, "configmaps", ns, metav1.ListOptions{})), keyRVs(objs))
 		})
+
 	}
 
 	r, l := run(1)

@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -34,7 +33,6 @@ import (
 const (
 	syncTimeout     = 4 * time.Minute // an informer's first sync (5k objects under -race)
 	convergeTimeout = 3 * time.Minute // a change to reach the cache, through backoff after an apiserver restart
-	pollInterval    = 250 * time.Millisecond
 	createWorkers   = 16
 )
 
@@ -311,20 +309,6 @@ func (rc *runningCache) stop() {
 		rc.t.Errorf("close %s: %v", rc.path, err)
 	}
 	boltindexertest.CheckFile(rc.t, rc.path)
-}
-
-// eventually polls cond until it returns "" or timeout passes; cond
-// returns a description of what is still wrong.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() string) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, timeout, true, func(context.Context) (bool, error) {
-		last = cond()
-		return last == "", nil
-	})
-	if err != nil {
-		t.Fatalf("timed out after %v waiting for %s: %s", timeout, what, last)
-	}
 }
 
 // requestCount reads the apiserver's count of verb requests on resource.
