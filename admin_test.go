@@ -22,8 +22,8 @@ func TestAdminSocketServesLiveCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := newSource(t)
-	src.Add(testPod("ns", "a", "n1"))
-	src.Add(testPod("ns", "b", "n1"))
+	src.Add(testutil.Pod("ns", "a", "", testutil.Label("app", "a"), testutil.Node("n1")))
+	src.Add(testutil.Pod("ns", "b", "", testutil.Label("app", "b"), testutil.Node("n1")))
 	inf, err := c.NewInformer(src, &v1.Pod{}, boltinformer.InformerOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -123,7 +123,7 @@ func TestAddHandlerDuringShutdown(t *testing.T) {
 				})
 			}
 			for i := 0; i < 300; i++ {
-				src.Add(testPod("ns", fmt.Sprint("p", i), "n"))
+				src.Add(testutil.Pod("ns", fmt.Sprint("p", i), "", testutil.Label("app", fmt.Sprint("p", i)), testutil.Node("n")))
 			}
 			stop()
 			wg.Wait()
@@ -178,7 +178,7 @@ func TestRemoveForeignHandle(t *testing.T) {
 	for _, m := range makers {
 		t.Run(m.name, func(t *testing.T) {
 			src := newSource(t)
-			src.Add(testPod("ns", "p", "n"))
+			src.Add(testutil.Pod("ns", "p", "", testutil.Label("app", "p"), testutil.Node("n")))
 			owner, other := m.make(t, src), m.make(t, newSource(t))
 			rec := newRecorder()
 			reg, err := owner.inf.AddEventHandler(rec)
@@ -235,7 +235,7 @@ func TestHandlerPanicAsClientGo(t *testing.T) {
 	panics := surviveCrashes(t)
 	src := newSource(t)
 	for _, n := range []string{"a", "boom", "c"} {
-		src.Add(testPod("ns", n, "n"))
+		src.Add(testutil.Pod("ns", n, "", testutil.Label("app", n), testutil.Node("n")))
 	}
 	for _, m := range makers {
 		t.Run(m.name, func(t *testing.T) {
@@ -275,8 +275,8 @@ func TestDeleteOfUnknownKeyNotifies(t *testing.T) {
 		recs = append(recs, rec)
 		start(t, s.inf)
 		testutil.Eventually(t, s.name+" to sync", waitTimeout, s.inf.HasSynced)
-		src.Delete(testPod("ns", "ghost", "n"))
-		src.Add(testPod("ns", "real", "n"))
+		src.Delete(testutil.Pod("ns", "ghost", "", testutil.Label("app", "ghost"), testutil.Node("n")))
+		src.Add(testutil.Pod("ns", "real", "", testutil.Label("app", "real"), testutil.Node("n")))
 		testutil.Eventually(t, s.name+" to see the add after the delete", waitTimeout, func() bool { return rec.count("add@") == 1 })
 	}
 	theirs, ours := recs[0].snapshot(), recs[1].snapshot()

@@ -36,13 +36,6 @@ func newSource(t *testing.T) *fcache.FakeControllerSource {
 	return src
 }
 
-func testPod(ns, name, node string) *v1.Pod {
-	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}},
-		Spec:       v1.PodSpec{NodeName: node},
-	}
-}
-
 // countingLW counts LIST and WATCH calls and can answer a WATCH from chosen
 // RVs with 410 Gone, like an apiserver whose watch cache moved on. The
 // resume check (a LIST with Limit=1; relist pages are larger here) is
@@ -233,7 +226,7 @@ func sameMap(a, b map[string]string) bool {
 func TestColdStartThenWarmRestartWithoutList(t *testing.T) {
 	src := newSource(t)
 	for i := 0; i < 20; i++ {
-		src.Add(testPod(fmt.Sprint("ns", i%2), fmt.Sprint("p", i), "n1"))
+		src.Add(testutil.Pod(fmt.Sprint("ns", i%2), fmt.Sprint("p", i), "", testutil.Label("app", fmt.Sprint("p", i)), testutil.Node("n1")))
 	}
 	path := filepath.Join(t.TempDir(), "cache.db")
 	opts := boltinformer.InformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}}
@@ -250,7 +243,7 @@ func TestColdStartThenWarmRestartWithoutList(t *testing.T) {
 	if err != nil || len(pods) != 10 {
 		t.Fatalf("generated lister: %d pods, %v", len(pods), err)
 	}
-	p := testPod("ns0", "p0", "n2")
+	p := testutil.Pod("ns0", "p0", "", testutil.Label("app", "p0"), testutil.Node("n2"))
 	src.Modify(p)
 	testutil.Eventually(t, "update", waitTimeout, func() bool { return rec.count("update@") == 1 })
 	stop()
@@ -259,12 +252,12 @@ func TestColdStartThenWarmRestartWithoutList(t *testing.T) {
 	}
 
 	// While the process is down: 2 adds, 3 updates, 1 delete.
-	src.Add(testPod("ns0", "new1", "n1"))
-	src.Add(testPod("ns1", "new2", "n1"))
+	src.Add(testutil.Pod("ns0", "new1", "", testutil.Label("app", "new1"), testutil.Node("n1")))
+	src.Add(testutil.Pod("ns1", "new2", "", testutil.Label("app", "new2"), testutil.Node("n1")))
 	for _, n := range []string{"p2", "p4", "p6"} {
-		src.Modify(testPod("ns0", n, "n3"))
+		src.Modify(testutil.Pod("ns0", n, "", testutil.Label("app", n), testutil.Node("n3")))
 	}
-	src.Delete(testPod("ns1", "p1", ""))
+	src.Delete(testutil.Pod("ns1", "p1", "", testutil.Label("app", "p1"), testutil.Node("")))
 
 	lw2 := newCountingLW(src)
 	inf2, rec2, stop2 := runInformer(t, path, lw2, opts)
@@ -286,16 +279,16 @@ func TestColdStartThenWarmRestartWithoutList(t *testing.T) {
 func TestRelistAfterExpiredRVDiffsAgainstDisk(t *testing.T) {
 	src := newSource(t)
 	for i := 0; i < 10; i++ {
-		src.Add(testPod("ns", fmt.Sprint("p", i), "n1"))
+		src.Add(testutil.Pod("ns", fmt.Sprint("p", i), "", testutil.Label("app", fmt.Sprint("p", i)), testutil.Node("n1")))
 	}
 	path := filepath.Join(t.TempDir(), "cache.db")
 	inf, _, stop := runInformer(t, path, newCountingLW(src), boltinformer.InformerOptions{})
 	storedRV := inf.GetStore().LastStoreSyncResourceVersion()
 	stop()
 
-	src.Modify(testPod("ns", "p3", "n9"))
-	src.Delete(testPod("ns", "p5", ""))
-	src.Add(testPod("ns", "p10", "n1"))
+	src.Modify(testutil.Pod("ns", "p3", "", testutil.Label("app", "p3"), testutil.Node("n9")))
+	src.Delete(testutil.Pod("ns", "p5", "", testutil.Label("app", "p5"), testutil.Node("")))
+	src.Add(testutil.Pod("ns", "p10", "", testutil.Label("app", "p10"), testutil.Node("n1")))
 
 	lw := newCountingLW(src)
 	lw.expire(storedRV) // the apiserver no longer serves the stored RV
@@ -322,7 +315,7 @@ func TestRelistAfterExpiredRVDiffsAgainstDisk(t *testing.T) {
 func TestSameEventsAsClientGo(t *testing.T) {
 	src := newSource(t)
 	for i := 0; i < 30; i++ {
-		src.Add(testPod("ns", fmt.Sprint("p", i), "n1"))
+		src.Add(testutil.Pod("ns", fmt.Sprint("p", i), "", testutil.Label("app", fmt.Sprint("p", i)), testutil.Node("n1")))
 	}
 	theirs := cache.NewSharedIndexInformer(src, &v1.Pod{}, 0, cache.Indexers{})
 	theirRec := newRecorder()
@@ -348,15 +341,15 @@ func TestSameEventsAsClientGo(t *testing.T) {
 		i := (step * 7919) % (next + 5)
 		switch {
 		case !live[i] && i < next:
-			src.Add(testPod("ns", fmt.Sprint("p", i), "n1"))
+			src.Add(testutil.Pod("ns", fmt.Sprint("p", i), "", testutil.Label("app", fmt.Sprint("p", i)), testutil.Node("n1")))
 			live[i] = true
 		case live[i] && step%3 == 0:
-			src.Delete(testPod("ns", fmt.Sprint("p", i), ""))
+			src.Delete(testutil.Pod("ns", fmt.Sprint("p", i), "", testutil.Label("app", fmt.Sprint("p", i)), testutil.Node("")))
 			live[i] = false
 		case live[i]:
-			src.Modify(testPod("ns", fmt.Sprint("p", i), "n"+strconv.Itoa(step)))
+			src.Modify(testutil.Pod("ns", fmt.Sprint("p", i), "", testutil.Label("app", fmt.Sprint("p", i)), testutil.Node("n"+strconv.Itoa(step))))
 		default:
-			src.Add(testPod("ns", fmt.Sprint("p", next), "n1"))
+			src.Add(testutil.Pod("ns", fmt.Sprint("p", next), "", testutil.Label("app", fmt.Sprint("p", next)), testutil.Node("n1")))
 			live[next] = true
 			next++
 		}

@@ -59,7 +59,7 @@ func TestMetricsFollowConventions(t *testing.T) {
 	}
 	src := newSource(t)
 	for _, n := range []string{"a", "b", "c"} {
-		src.Add(testPod("ns", n, "n1"))
+		src.Add(testutil.Pod("ns", n, "", testutil.Label("app", n), testutil.Node("n1")))
 	}
 	inf, err := c.NewInformer(src, &v1.Pod{}, boltinformer.InformerOptions{})
 	if err != nil {
@@ -111,7 +111,7 @@ boltinformer_watch_resumes_total{file="%[1]s",store="Pod.v1"} 0
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	testutil.Eventually(t, "sync", waitTimeout, inf.HasSynced)
-	src.Delete(testPod("ns", "a", ""))
+	src.Delete(testutil.Pod("ns", "a", "", testutil.Label("app", "a"), testutil.Node("")))
 	testutil.Eventually(t, "delete applied", waitTimeout, func() bool { return len(inf.GetStore().ListKeys()) == 2 })
 
 	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(fmt.Sprintf(preInit, path, 3, 1, 1)), counters...); err != nil {
@@ -227,7 +227,7 @@ func (l *pagedLW) Watch(metav1.ListOptions) (watch.Interface, error) {
 }
 
 func rvPod(name, rv string) v1.Pod {
-	p := testPod("ns", name, "n")
+	p := testutil.Pod("ns", name, "", testutil.Label("app", name), testutil.Node("n"))
 	p.ResourceVersion = rv
 	return *p
 }

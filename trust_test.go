@@ -69,7 +69,7 @@ func (f *recordingLW) requests() (lists, watches []string) {
 }
 
 func podAt(name, rv string) *v1.Pod {
-	p := testPod("ns", name, "n")
+	p := testutil.Pod("ns", name, "", testutil.Label("app", name), testutil.Node("n"))
 	p.ResourceVersion = rv
 	return p
 }

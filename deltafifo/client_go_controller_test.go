@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
 )
@@ -20,10 +20,6 @@ import (
 type listWatchSource struct{ *fcache.FakeControllerSource }
 
 func (listWatchSource) IsWatchListSemanticsUnSupported() bool { return true }
-
-func pod(name string) *v1.Pod {
-	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
-}
 
 // deltaLog records the Deltas a controller processes, flattened: how they
 // are batched depends on timing, their order does not.
@@ -72,7 +68,7 @@ func runController(t *testing.T, queue cache.Queue) []string {
 	t.Helper()
 	source := fcache.NewFakeControllerSource()
 	for _, name := range []string{"a", "b", "c"} {
-		source.Add(pod(name))
+		source.Add(testutil.Pod("ns", name, ""))
 	}
 	log := &deltaLog{}
 	ctrl := cache.New(&cache.Config{
@@ -106,9 +102,9 @@ func runController(t *testing.T, queue cache.Queue) []string {
 		}
 	}
 	waitFor("HasSynced", ctrl.HasSynced)
-	source.Add(pod("d"))
-	source.Modify(pod("a"))
-	source.Delete(pod("b"))
+	source.Add(testutil.Pod("ns", "d", ""))
+	source.Modify(testutil.Pod("ns", "a", ""))
+	source.Delete(testutil.Pod("ns", "b", ""))
 	waitFor("the watch events", func() bool { return len(log.snapshot()) >= 4 })
 	return log.snapshot()
 }

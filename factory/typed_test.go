@@ -21,6 +21,7 @@ import (
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/factory"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 func openCache(t *testing.T) (*boltinformer.Cache, string) {
@@ -33,15 +34,11 @@ func openCache(t *testing.T) (*boltinformer.Cache, string) {
 	return c, path
 }
 
-func pod(ns, name string, lbls map[string]string) *v1.Pod {
-	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls, ResourceVersion: "1"}}
-}
-
 // TestTypedFactoryFake runs the generated Pods informer and lister of a
 // factory on a fake clientset.
 func TestTypedFactoryFake(t *testing.T) {
 	c, _ := openCache(t)
-	client := fake.NewClientset(pod("a", "p1", map[string]string{"app": "web"}), pod("a", "p2", nil), pod("b", "p3", map[string]string{"app": "web"}))
+	client := fake.NewClientset(testutil.Pod("a", "p1", "1", testutil.Label("app", "web")), testutil.Pod("a", "p2", "1"), testutil.Pod("b", "p3", "1", testutil.Label("app", "web")))
 	f := factory.NewSharedInformerFactoryWithOptions(c, client, 0, factory.WithNamespace("a"),
 		factory.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "app=web" }))
 	pods := f.Core().V1().Pods()
@@ -181,7 +178,7 @@ func TestSameScopeTwiceOnOneCache(t *testing.T) {
 // stored objects and names the store.
 func TestTransformNamesStoreAndApplies(t *testing.T) {
 	c, _ := openCache(t)
-	client := fake.NewClientset(pod("a", "p1", map[string]string{"app": "web"}))
+	client := fake.NewClientset(testutil.Pod("a", "p1", "1", testutil.Label("app", "web")))
 	strip := func(obj interface{}) (interface{}, error) {
 		if p, ok := obj.(*v1.Pod); ok {
 			p.Labels = nil

@@ -31,7 +31,7 @@ func TestWatchEstablishedOnlyWithoutAnEarlyError(t *testing.T) {
 		h := start(t, reflector.Options{StartRV: "100", WatchEstablishedAfter: grace})
 		req := h.lw.Next(t)
 		w := req.RespondWatch()
-		w.Add(pod("a", "101"))
+		w.Add(testutil.Pod("ns", "a", "101"))
 		testutil.Eventually(t, "established by the first event", rt.Timeout, func() bool { return len(h.establishedRVs()) == 1 })
 		expectCalls(t, h.sink, "Add(a@101)")
 	})

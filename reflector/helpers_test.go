@@ -193,10 +193,6 @@ func expectNoLists(t *testing.T, lw *rt.ListerWatcher) {
 	}
 }
 
-func pod(name, rv string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
-}
-
 func bookmark(rv string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}}
 }
@@ -213,7 +209,7 @@ func initialEventsEnd(rv string) *corev1.Pod {
 func page(rv, cont string, names ...string) *corev1.PodList {
 	l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: rv, Continue: cont}}
 	for _, n := range names {
-		l.Items = append(l.Items, *pod(n, "1"))
+		l.Items = append(l.Items, *testutil.Pod("ns", n, "1"))
 	}
 	return l
 }

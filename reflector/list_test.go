@@ -70,7 +70,7 @@ func TestUnusableRVRelistsInPages(t *testing.T) {
 			expectWatch(t, req, "100")
 			if tc.asEvent {
 				w := req.RespondWatch()
-				w.Add(pod("x", "101"))
+				w.Add(testutil.Pod("ns", "x", "101"))
 				w.Error(status(tc.err))
 			} else {
 				req.RespondError(tc.err)

@@ -34,9 +34,9 @@ func TestWarmStartWatchesFromStoredRVWithoutList(t *testing.T) {
 		t.Errorf("OnWatchEstablished(%q), want 100", got[0])
 	}
 
-	w.Add(pod("a", "101"))
-	w.Modify(pod("a", "102"))
-	w.Delete(pod("b", "103"))
+	w.Add(testutil.Pod("ns", "a", "101"))
+	w.Modify(testutil.Pod("ns", "a", "102"))
+	w.Delete(testutil.Pod("ns", "b", "103"))
 	w.Bookmark(bookmark("104"))
 	expectCalls(t, h.sink, "Add(a@101)", "Update(a@102)", "Delete(b@103)", "Bookmark(104)")
 	testutil.Eventually(t, "the bookmark's RV is the last synced", rt.Timeout, func() bool { return h.r.LastSyncResourceVersion() == "104" })
@@ -60,11 +60,11 @@ func TestEventsAndBookmarksAdvanceLastSyncResourceVersion(t *testing.T) {
 		send func() bool
 		rv   string
 	}{
-		{func() bool { return w.Add(pod("a", "11")) }, "11"},
+		{func() bool { return w.Add(testutil.Pod("ns", "a", "11")) }, "11"},
 		{func() bool { return w.Bookmark(bookmark("15")) }, "15"},
-		{func() bool { return w.Modify(pod("a", "16")) }, "16"},
+		{func() bool { return w.Modify(testutil.Pod("ns", "a", "16")) }, "16"},
 		{func() bool { return w.Bookmark(bookmark("20")) }, "20"},
-		{func() bool { return w.Delete(pod("a", "21")) }, "21"},
+		{func() bool { return w.Delete(testutil.Pod("ns", "a", "21")) }, "21"},
 	}
 	for i, s := range steps {
 		if !s.send() {
@@ -79,12 +79,12 @@ func TestEventsAndBookmarksAdvanceLastSyncResourceVersion(t *testing.T) {
 func TestWatchClosedNormallyRewatchesFromLastRV(t *testing.T) {
 	h := start(t, reflector.Options{StartRV: "100"})
 	w := h.nextWatch("100")
-	w.Add(pod("a", "101"))
+	w.Add(testutil.Pod("ns", "a", "101"))
 	w.Bookmark(bookmark("105"))
 	w.Close()
 
 	w = h.nextWatch("105")
-	w.Modify(pod("a", "106"))
+	w.Modify(testutil.Pod("ns", "a", "106"))
 	w.Close()
 
 	h.nextWatch("106")
@@ -125,17 +125,17 @@ func TestVeryShortWatchBacksOff(t *testing.T) {
 func TestSinkErrorRewatchesFromLastAcceptedRV(t *testing.T) {
 	h := start(t, reflector.Options{StartRV: "100"})
 	w := h.nextWatch("100")
-	w.Add(pod("a", "101"))
+	w.Add(testutil.Pod("ns", "a", "101"))
 	sinkErr := errors.New("queue closed")
 	h.sink.FailNext(rt.OpUpdate, sinkErr)
-	w.Modify(pod("a", "102"))
+	w.Modify(testutil.Pod("ns", "a", "102"))
 
 	// The refused event is not counted as seen: the next watch replays it.
 	w2 := h.nextWatch("101")
 	if !w.IsStopped() {
 		t.Errorf("failed watch not stopped")
 	}
-	w2.Modify(pod("a", "102"))
+	w2.Modify(testutil.Pod("ns", "a", "102"))
 	expectCalls(t, h.sink, "Add(a@101)", "Update(a@102)", "Update(a@102)")
 	errs := h.errors()
 	if len(errs) != 1 || !errors.Is(errs[0], reflector.ErrSink) || !errors.Is(errs[0], sinkErr) {
@@ -148,7 +148,7 @@ func TestWatchDropsObjectsOfAnotherType(t *testing.T) {
 	h := start(t, reflector.Options{StartRV: "100"})
 	w := h.nextWatch("100")
 	w.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", ResourceVersion: "101"}})
-	w.Add(pod("a", "102"))
+	w.Add(testutil.Pod("ns", "a", "102"))
 	expectCalls(t, h.sink, "Add(a@102)")
 	testutil.Eventually(t, "the pod's RV is the last synced", rt.Timeout, func() bool { return h.r.LastSyncResourceVersion() == "102" })
 	if calls := h.sink.Strings(); len(calls) != 1 {
@@ -188,7 +188,7 @@ func TestWatchDropsUnstructuredOfAnotherGVK(t *testing.T) {
 func TestCancelDuringWatchReturnsPromptly(t *testing.T) {
 	h := start(t, reflector.Options{StartRV: "100"})
 	w := h.nextWatch("100")
-	w.Add(pod("a", "101"))
+	w.Add(testutil.Pod("ns", "a", "101"))
 	h.sink.WaitForCalls(t, 1)
 	h.stop()
 	if !w.IsStopped() {

@@ -27,6 +27,7 @@ import (
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testcluster"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // Timeouts are generous: CI runs these tests with -race on two busy cores.
@@ -109,14 +110,15 @@ func newConfigMap(ns string, i int, version string) *v1.ConfigMap {
 	}
 }
 
+// newPod is pod i of ns, with the one container the apiserver requires.
 func newPod(ns string, i int) *v1.Pod {
-	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%05d", i), Namespace: ns, Labels: map[string]string{"app": "e2e", "shard": fmt.Sprint(i % 8)}},
-		Spec: v1.PodSpec{Containers: []v1.Container{{
-			Name: "main", Image: "registry.invalid/e2e:1",
-			Env: []v1.EnvVar{{Name: "INDEX", Value: fmt.Sprint(i)}},
-		}}},
-	}
+	return testutil.Pod(ns, fmt.Sprintf("pod-%05d", i), "", testutil.Label("app", "e2e"), testutil.Label("shard", fmt.Sprint(i%8)),
+		func(p *v1.Pod) {
+			p.Spec.Containers = []v1.Container{{
+				Name: "main", Image: "registry.invalid/e2e:1",
+				Env: []v1.EnvVar{{Name: "INDEX", Value: fmt.Sprint(i)}},
+			}}
+		})
 }
 
 // createParallel calls create(i) for i in [0,n) on createWorkers goroutines.
