@@ -17,7 +17,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/testing"
+	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 // harness runs a Reflector against the fakes until the test ends.

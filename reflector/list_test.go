@@ -11,7 +11,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/testing"
+	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 func TestFirstActionIsAPagedConsistentList(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/testing"
+	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 // nextProbe takes the next request and checks it is the resume check: a

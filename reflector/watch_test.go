@@ -14,7 +14,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/testing"
+	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 func TestWarmStartWatchesFromStoredRVWithoutList(t *testing.T) {

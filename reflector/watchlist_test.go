@@ -13,7 +13,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/testing"
+	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 func expectWatchList(t *testing.T, req *rt.Request) {

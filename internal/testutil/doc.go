@@ -5,4 +5,9 @@
 // only the standard library and k8s.io packages, so that any package's
 // internal tests can use it; it is imported only by tests and must never
 // be imported by production code.
+//
+// Test helper packages are named one way: helpers and fakes tied to one
+// package live next to it as <pkg>test (boltindexertest, migrationstest,
+// admintest, reflectortest), like net/http/httptest; helpers every layer
+// shares live in internal/test<what> (testutil, testcluster).
 package testutil
