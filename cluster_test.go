@@ -3,6 +3,7 @@ package boltinformer_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -187,7 +188,7 @@ func TestClusterChangedEmptiesTheStoreAndRelists(t *testing.T) {
 	if want := []string{`LIST rv="" limit=50`, `WATCH rv="40"`}; !slices.Equal(b.requests(), want) {
 		t.Fatalf("requests on cluster B %v, want %v", b.requests(), want)
 	}
-	if got := clusterContent(b); !sameMap(storeContent(inf), got) {
+	if got := clusterContent(b); !maps.Equal(storeContent(inf), got) {
 		t.Fatalf("store %v, cluster B %v", storeContent(inf), got)
 	}
 	want := []string{`ns/p1 add@30 initial=true`, `ns/q add@40 initial=true`}
@@ -229,7 +230,7 @@ func TestRVAheadRelistsAndDiffs(t *testing.T) {
 	if want := []string{`LIST rv="" limit=1`, `LIST rv="" limit=50`, `WATCH rv="40"`}; !slices.Equal(b.requests(), want) {
 		t.Fatalf("requests on cluster B %v, want %v", b.requests(), want)
 	}
-	if got := clusterContent(b); !sameMap(storeContent(inf), got) {
+	if got := clusterContent(b); !maps.Equal(storeContent(inf), got) {
 		t.Fatalf("store %v, cluster B %v", storeContent(inf), got)
 	}
 	if r := relistReasons(t, reg); r[string(reflector.RelistRVAhead)] != 1 || len(r) != 1 {

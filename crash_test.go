@@ -3,6 +3,7 @@ package boltinformer_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -87,7 +88,7 @@ func TestCrashAtRandomPoints(t *testing.T) {
 			srv := &testutil.HistoryServer{H: s, Start: time.Now().Add(-time.Hour), PerMs: 10}
 			inf, _, stop := runInformer(t, path, srv, boltinformer.InformerOptions{Indexers: crashIndexers(), PageSize: 40})
 			want := s.StateAt(s.Final())
-			testutil.Eventually(t, "convergence to the final state", waitTimeout, func() bool { return sameMap(storeKeys(inf), want) })
+			testutil.Eventually(t, "convergence to the final state", waitTimeout, func() bool { return maps.Equal(storeKeys(inf), want) })
 			stop()
 		})
 	}
@@ -122,7 +123,7 @@ func checkCrashedFile(t *testing.T, path string, s *testutil.History) int64 {
 		p := o.(*v1.Pod)
 		got[p.Namespace+"/"+p.Name] = p.ResourceVersion
 	}
-	if want := s.StateAt(rv); !sameMap(got, want) { // invariant 1
+	if want := s.StateAt(rv); !maps.Equal(got, want) { // invariant 1
 		t.Fatalf("after SIGKILL the store at RV %d holds %d objects, the history has %d: the watermark does not match the data", rv, len(got), len(want))
 	}
 	return rv

@@ -3,6 +3,7 @@ package boltinformer_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -211,18 +212,6 @@ func storeKeys(inf *boltinformer.Informer) map[string]string {
 	return out
 }
 
-func sameMap(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 func TestColdStartThenWarmRestartWithoutList(t *testing.T) {
 	src := newSource(t)
 	for i := 0; i < 20; i++ {
@@ -272,7 +261,7 @@ func TestColdStartThenWarmRestartWithoutList(t *testing.T) {
 	if n, p := lw2.lists.Load(), lw2.probes.Load(); n != 0 || p != 1 {
 		t.Fatalf("warm restart made %d LISTs and %d resume checks (LIST limit=1), want 0 and 1", n, p)
 	}
-	testutil.Eventually(t, "store equals source", waitTimeout, func() bool { return sameMap(storeKeys(inf2), sourceKeys(t, src)) })
+	testutil.Eventually(t, "store equals source", waitTimeout, func() bool { return maps.Equal(storeKeys(inf2), sourceKeys(t, src)) })
 	stop2()
 }
 
@@ -304,7 +293,7 @@ func TestRelistAfterExpiredRVDiffsAgainstDisk(t *testing.T) {
 	if got := len(rec.snapshot()); got != 3 {
 		t.Fatalf("handler saw %d events, want exactly 3: %v", got, rec.snapshot())
 	}
-	if !sameMap(storeKeys(inf2), sourceKeys(t, src)) {
+	if !maps.Equal(storeKeys(inf2), sourceKeys(t, src)) {
 		t.Fatalf("store %v != source %v", storeKeys(inf2), sourceKeys(t, src))
 	}
 	stop2()
@@ -355,7 +344,7 @@ func TestSameEventsAsClientGo(t *testing.T) {
 		}
 	}
 	testutil.Eventually(t, "both informers to converge", waitTimeout, func() bool {
-		return sameMap(storeKeys(ours), sourceKeys(t, src)) && len(theirs.GetStore().ListKeys()) == len(sourceKeys(t, src)) &&
+		return maps.Equal(storeKeys(ours), sourceKeys(t, src)) && len(theirs.GetStore().ListKeys()) == len(sourceKeys(t, src)) &&
 			len(ourRec.snapshot()) == len(theirRec.snapshot())
 	})
 

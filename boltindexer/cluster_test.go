@@ -69,7 +69,7 @@ func TestSetCluster(t *testing.T) {
 
 		// Cluster b's relist: fewer objects at lower RVs, one with a stored key.
 		list := []interface{}{testutil.Pod("a", "p1", "40", testutil.Label("app", "p1"), testutil.Node("n9")), testutil.Pod("b", "q", "41", testutil.Label("app", "q"), testutil.Node("n1"))}
-		oracle := cache.NewIndexer(cache.MetaNamespaceKeyFunc, testIndexers())
+		oracle := cache.NewIndexer(cache.MetaNamespaceKeyFunc, testutil.PodIndexers())
 		if err := oracle.Replace(list, "42"); err != nil {
 			t.Fatal(err)
 		}

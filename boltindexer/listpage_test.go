@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"testing"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testutil"
-	bolt "go.etcd.io/bbolt"
 )
 
 // TestListPageRefusesDeletes: a list page holds upserts only; a delete in

@@ -20,7 +20,7 @@ import (
 )
 
 func podOpts() boltindexer.StoreOptions {
-	return boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: testIndexers()}
+	return boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers()}
 }
 
 func changeTypes(chs []boltindexer.Change) string {

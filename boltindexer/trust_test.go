@@ -12,10 +12,11 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"k8s.io/client-go/tools/cache"
+
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testutil"
-	"k8s.io/client-go/tools/cache"
 )
 
 func TestOpenRefusesBadFiles(t *testing.T) {

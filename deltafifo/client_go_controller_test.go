@@ -9,10 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boltinformer/boltinformer/internal/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // listWatchSource is client-go's fake ListerWatcher, marked as not

@@ -34,6 +34,24 @@ func openCache(t *testing.T) (*boltinformer.Cache, string) {
 	return c, path
 }
 
+// startFactory starts f's informers and waits for their sync; when the
+// test ends it stops them and closes c.
+func startFactory(t *testing.T, c *boltinformer.Cache, f informers.SharedInformerFactory) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	f.StartWithContext(ctx)
+	t.Cleanup(func() {
+		cancel()
+		f.Shutdown()
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := f.WaitForCacheSyncWithContext(ctx).AsError(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestTypedFactoryFake runs the generated Pods informer and lister of a
 // factory on a fake clientset.
 func TestTypedFactoryFake(t *testing.T) {
@@ -43,19 +61,7 @@ func TestTypedFactoryFake(t *testing.T) {
 		factory.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "app=web" }))
 	pods := f.Core().V1().Pods()
 	inf := pods.Informer()
-	ctx, cancel := context.WithCancel(context.Background())
-	f.StartWithContext(ctx)
-	defer func() {
-		cancel()
-		f.Shutdown()
-		if err := c.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
-	res := f.WaitForCacheSyncWithContext(ctx)
-	if err := res.AsError(); err != nil {
-		t.Fatal(err)
-	}
+	startFactory(t, c, f)
 	got, err := pods.Lister().List(labels.Everything())
 	if err != nil {
 		t.Fatal(err)
@@ -132,18 +138,7 @@ func TestClusterScopedIgnoresNamespace(t *testing.T) {
 	if name := f.InformerFor(&v1.Node{}, nil).(*boltinformer.Informer).Name(); name != "Node.v1" {
 		t.Fatalf("store %s, want Node.v1", name)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	f.StartWithContext(ctx)
-	defer func() {
-		cancel()
-		f.Shutdown()
-		if err := c.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
-	if err := f.WaitForCacheSyncWithContext(ctx).AsError(); err != nil {
-		t.Fatal(err)
-	}
+	startFactory(t, c, f)
 	if _, err := nodes.Lister().Get("n1"); err != nil {
 		t.Fatal(err)
 	}
@@ -190,18 +185,7 @@ func TestTransformNamesStoreAndApplies(t *testing.T) {
 	if name := f.InformerFor(&v1.Pod{}, nil).(*boltinformer.Informer).Name(); name != `Pod.v1{transform="strip-labels"}` {
 		t.Fatalf("store %s", name)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	f.StartWithContext(ctx)
-	defer func() {
-		cancel()
-		f.Shutdown()
-		if err := c.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
-	if err := f.WaitForCacheSyncWithContext(ctx).AsError(); err != nil {
-		t.Fatal(err)
-	}
+	startFactory(t, c, f)
 	p, err := pods.Lister().Pods("a").Get("p1")
 	if err != nil {
 		t.Fatal(err)

@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations"
+	"github.com/boltinformer/boltinformer/migrations/migrationstest"
 )
 
 // Crash tests: a child process (this test binary in a testutil child
@@ -71,18 +73,18 @@ func TestCrashDuringMigration(t *testing.T) {
 	stores := v0Stores(300)
 	fixture := filepath.Join(t.TempDir(), "v0.db")
 	writeV0(t, fixture, stores...)
-	orig := dump(t, fixture)
+	orig := migrationstest.Dump(t, fixture)
 	for seed := uint64(1); seed <= 4; seed++ {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 6))
 			path := filepath.Join(t.TempDir(), "cache.db")
-			copyFile(t, fixture, path)
+			testutil.CopyFile(t, fixture, path)
 			done := crashChild(t, "migrate", path, rng, 800*time.Millisecond)
-			v := schemaVersionOf(t, path)
+			v := migrationstest.SchemaVersion(t, path)
 			t.Logf("killed after %d migration(s); file is v%d; work files %v", done, v, leftovers(t, path))
 			switch v {
 			case 0:
-				if d := diffDumps(orig, dump(t, path)); d != "" {
+				if d := migrationstest.DiffDumps(orig, migrationstest.Dump(t, path)); d != "" {
 					t.Fatalf("v0 file is not the complete original:\n%s", d)
 				}
 			case 1:
@@ -108,20 +110,20 @@ func TestCrashDuringMigration(t *testing.T) {
 func TestCrashDuringCompaction(t *testing.T) {
 	fixture := filepath.Join(t.TempDir(), "fragmented.db")
 	verifyV1(t, fixture, fragmentedFile(t, fixture, 1000, 800))
-	orig := dump(t, fixture)
+	orig := migrationstest.Dump(t, fixture)
 	for seed := uint64(1); seed <= 4; seed++ {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			path := filepath.Join(t.TempDir(), "cache.db")
-			copyFile(t, fixture, path)
-			sizeBefore := stateOf(t, path).size
+			testutil.CopyFile(t, fixture, path)
+			sizeBefore := testutil.StatFile(t, path).Size
 			done := crashChild(t, "compact", path, rng, 1200*time.Millisecond)
-			t.Logf("killed after %d compaction(s); %d → %d bytes; work files %v", done, sizeBefore, stateOf(t, path).size, leftovers(t, path))
+			t.Logf("killed after %d compaction(s); %d → %d bytes; work files %v", done, sizeBefore, testutil.StatFile(t, path).Size, leftovers(t, path))
 			// The same content as the verified original, in a sound file.
-			if d := diffDumps(orig, dump(t, path)); d != "" {
+			if d := migrationstest.DiffDumps(orig, migrationstest.Dump(t, path)); d != "" {
 				t.Fatalf("file after the crash differs from the original:\n%s", d)
 			}
-			checkTx(t, path)
+			boltindexertest.CheckFile(t, path)
 			if _, err := migrations.Compact(path, "", compactOpts()); err != nil {
 				t.Fatal(err)
 			}

@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boltinformer/boltinformer/internal/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // keyRecorder records what a handler sees per object key, in order, in a

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // waitTimeout bounds every wait on the processor; it is generous because

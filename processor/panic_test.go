@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boltinformer/boltinformer/internal/testutil"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // panicChildEnv makes the test binary run panicChild instead of the tests.

@@ -7,9 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boltinformer/boltinformer/internal/testutil"
 	"k8s.io/klog/v2"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // The tables below state client-go's documented behaviour

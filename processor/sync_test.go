@@ -5,8 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boltinformer/boltinformer/internal/testutil"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 var _ cache.ResourceEventHandlerRegistration = (*Listener)(nil)

@@ -10,8 +10,7 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
+	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/snapshot"
@@ -74,21 +73,6 @@ func crashChild(t *testing.T, role string, args []string, rng *rand.Rand, maxDel
 	return child.Count("done")
 }
 
-func checkCacheFile(t testing.TB, path string) {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	_ = db.View(func(tx *bolt.Tx) error {
-		for _, p := range cachefile.CheckTx(tx, cachefile.CheckOptions{}) {
-			t.Errorf("%s: %s", path, p)
-		}
-		return nil
-	})
-}
-
 func TestCrashDuringSave(t *testing.T) {
 	for seed := uint64(1); seed <= 3; seed++ {
 		t.Run(fmt.Sprint("seed ", seed), func(t *testing.T) {
@@ -100,7 +84,7 @@ func TestCrashDuringSave(t *testing.T) {
 			c.close(t)
 			done := crashChild(t, "save", []string{cachePath, snap}, rng, 500*time.Millisecond)
 			t.Logf("killed after %d snapshot(s); temporary files %v", done, leftovers(t, dir))
-			checkCacheFile(t, cachePath)
+			boltindexertest.CheckFile(t, cachePath)
 			if _, err := os.Stat(snap); err != nil {
 				if done > 0 || !os.IsNotExist(err) {
 					t.Fatalf("after %d saves: %v", done, err)
@@ -135,7 +119,7 @@ func TestCrashDuringRestore(t *testing.T) {
 				t.Fatal(err)
 			}
 			done := crashChild(t, "restore", append([]string{dst}, snaps...), rng, time.Second)
-			checkCacheFile(t, dst)
+			boltindexertest.CheckFile(t, dst)
 			// Which snapshot is it? Compare with both headers.
 			db, err := cachefile.Open(dst, cachefile.Options{ReadOnly: true})
 			if err != nil {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/snapshot"
@@ -177,7 +178,7 @@ func checkSnapshot(t testing.TB, snap string, hdr snapshot.Header) {
 	if _, err := snapshot.Restore(snap, dst, snapshot.RestoreOptions{NoSync: true}); err != nil {
 		t.Fatalf("restore %s: %v", snap, err)
 	}
-	checkCacheFile(t, dst)
+	boltindexertest.CheckFile(t, dst)
 	checkRestored(t, dst, rep.Header)
 }
 

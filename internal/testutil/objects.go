@@ -6,6 +6,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 )
 
 // PodOption changes a Pod that Pod builds. Tests that need a field no
@@ -50,5 +51,31 @@ func Pad(n int) PodOption {
 			p.Annotations = map[string]string{}
 		}
 		p.Annotations["pad"] = strings.Repeat("x", n)
+	}
+}
+
+// PodIndexers are IndexFuncs on Pods of every shape an index takes:
+// single-valued (namespace, node), multi-valued (one "k=v" per label) and
+// empty or with duplicates ("none-or-app": nothing without an app label,
+// else the app twice and "any").
+func PodIndexers() cache.Indexers {
+	return cache.Indexers{
+		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
+		"node": func(obj any) ([]string, error) {
+			return []string{obj.(*v1.Pod).Spec.NodeName}, nil
+		},
+		"labels": func(obj any) ([]string, error) {
+			var out []string
+			for k, v := range obj.(*v1.Pod).Labels {
+				out = append(out, k+"="+v)
+			}
+			return out, nil
+		},
+		"none-or-app": func(obj any) ([]string, error) {
+			if app, ok := obj.(*v1.Pod).Labels["app"]; ok {
+				return []string{app, app, "any"}, nil // duplicates on purpose
+			}
+			return nil, nil
+		},
 	}
 }

@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boltinformer/boltinformer/internal/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // buildCachectl builds cmd/cachectl into dir and returns its path.
@@ -158,8 +159,7 @@ func TestCachectlSync(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := buildCachectl(t, dir)
-	kubeconfig, db, sock := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "cache.db"), filepath.Join(dir, "sync.sock")
-	writeKubeconfig(t, c.Config(), kubeconfig)
+	kubeconfig, db, sock := testutil.WriteKubeconfig(t, c.Config()), filepath.Join(dir, "cache.db"), filepath.Join(dir, "sync.sock")
 	args := []string{"--kubeconfig", kubeconfig, "--db", db, "--resource", "configmaps,pods", "-n", ns, "--socket", sock}
 
 	converged := func(source ...string) func() string {

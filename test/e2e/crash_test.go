@@ -15,10 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/boltindexer"
@@ -105,19 +103,6 @@ func crashChild() int {
 	return 0
 }
 
-// writeKubeconfig writes a kubeconfig for cfg (a testcluster Config) to path.
-func writeKubeconfig(t *testing.T, cfg *rest.Config, path string) {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, CertificateAuthority: cfg.CAFile}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "admin"}
-	kc.CurrentContext = "e2e"
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // churn creates, updates and deletes ConfigMaps of a namespace until stopped.
 type churn struct {
 	cancel context.CancelFunc
@@ -200,8 +185,7 @@ func TestSIGKILLDuringChurn(t *testing.T) {
 	ns := newNamespace(t, cl, "e2e-crash")
 	existing := createConfigMaps(t, cl, ns, 0, crashObjects)
 	dir := t.TempDir()
-	kubeconfig, path := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "cache.db")
-	writeKubeconfig(t, c.Config(), kubeconfig)
+	kubeconfig, path := testutil.WriteKubeconfig(t, c.Config()), filepath.Join(dir, "cache.db")
 
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)

@@ -246,8 +246,7 @@ func TestControllerRuntimeExample(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildExample(t, dir, "controller-runtime")
 	cachectlBin := buildCachectl(t, dir)
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	writeKubeconfig(t, c.Config(), kubeconfig)
+	kubeconfig := testutil.WriteKubeconfig(t, c.Config())
 	db := filepath.Join(dir, "ctrl.db")
 	args := []string{"--kubeconfig", kubeconfig, "--db", db, "--namespace", ns, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
 
@@ -310,8 +309,7 @@ func TestAgentExample(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildExample(t, dir, "agent")
 	cachectlBin := buildCachectl(t, dir)
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	writeKubeconfig(t, c.Config(), kubeconfig)
+	kubeconfig := testutil.WriteKubeconfig(t, c.Config())
 	db := filepath.Join(dir, "agent.db")
 	p := startExample(t, bin, "--kubeconfig", kubeconfig, "--db", db, "--namespace", ns, "--metrics-addr", "127.0.0.1:0")
 	p.await(t, `"event":"synced"`)

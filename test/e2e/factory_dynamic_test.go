@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/factory"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
@@ -114,24 +113,7 @@ func TestDynamicFactoryCRDWarmRestart(t *testing.T) {
 		}
 		r := openFactoryRun(t, path)
 		f := factory.NewFilteredDynamicSharedInformerFactory(r.cache, d, 0, ns, nil)
-		gi := f.ForResource(widgetGVR)
-		if b, ok := gi.Informer().(*boltinformer.Informer); !ok || b.Name() != fmt.Sprintf("widgets.v1.e2e.boltinformer.io{namespace=%q}", ns) {
-			t.Fatalf("informer %T named %v", gi.Informer(), gi.Informer())
-		}
-		ctx := r.ctx()
-		f.Start(ctx.Done())
-		r.started(f.Shutdown, gi.Informer())
-		syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
-		defer cancel()
-		for gvr, ok := range f.WaitForCacheSync(syncCtx.Done()) {
-			if !ok {
-				t.Fatalf("%v did not sync", gvr)
-			}
-		}
-		if got := log.listsOf("widgets"); len(got) != wantLists {
-			t.Fatalf("%d relists (LIST or WatchList) of widgets (%v), want %d", len(got), got, wantLists)
-		}
-		return r, gi.Lister()
+		return r, r.startGeneric(t, f, widgetGVR, fmt.Sprintf("widgets.v1.e2e.boltinformer.io{namespace=%q}", ns), log, wantLists)
 	}
 	converged := func(l cache.GenericLister) {
 		t.Helper()

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
@@ -74,6 +76,39 @@ func (r *factoryRun) stop() {
 	}
 	boltindexertest.CheckFile(r.t, r.path)
 	r.cache = nil
+}
+
+// genericFactory is what the dynamic and metadata factories share.
+type genericFactory interface {
+	ForResource(schema.GroupVersionResource) informers.GenericInformer
+	Start(stopCh <-chan struct{})
+	Shutdown()
+	WaitForCacheSync(stopCh <-chan struct{}) map[schema.GroupVersionResource]bool
+}
+
+// startGeneric starts f's informer of gvr in r and waits for its sync. It
+// fails t unless the informer is a boltinformer store named store and
+// log saw wantLists relists of gvr's resource.
+func (r *factoryRun) startGeneric(t *testing.T, f genericFactory, gvr schema.GroupVersionResource, store string, log *requestLog, wantLists int) cache.GenericLister {
+	t.Helper()
+	gi := f.ForResource(gvr)
+	if b, ok := gi.Informer().(*boltinformer.Informer); !ok || b.Name() != store {
+		t.Fatalf("informer %T named %v, want store %s", gi.Informer(), gi.Informer(), store)
+	}
+	ctx := r.ctx()
+	f.Start(ctx.Done())
+	r.started(f.Shutdown, gi.Informer())
+	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer cancel()
+	for gvr, ok := range f.WaitForCacheSync(syncCtx.Done()) {
+		if !ok {
+			t.Fatalf("%v did not sync", gvr)
+		}
+	}
+	if got := log.listsOf(gvr.Resource); len(got) != wantLists {
+		t.Fatalf("%d relists (LIST or WatchList) of %s (%v), want %d", len(got), gvr.Resource, got, wantLists)
+	}
+	return gi.Lister()
 }
 
 // keyRVs maps the keys of objects (typed, unstructured or metadata) to their RVs.
@@ -199,24 +234,7 @@ func TestMetadataFactoryWarmRestart(t *testing.T) {
 		}
 		r := openFactoryRun(t, path)
 		f := factory.NewFilteredMetadataSharedInformerFactory(r.cache, mc, 0, ns, nil)
-		gi := f.ForResource(gvr)
-		if b, ok := gi.Informer().(*boltinformer.Informer); !ok || b.Name() != fmt.Sprintf("metadata:configmaps.v1{namespace=%q}", ns) {
-			t.Fatalf("informer %T named %v", gi.Informer(), gi.Informer())
-		}
-		ctx := r.ctx()
-		f.Start(ctx.Done())
-		r.started(f.Shutdown, gi.Informer())
-		syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
-		defer cancel()
-		for gvr, ok := range f.WaitForCacheSync(syncCtx.Done()) {
-			if !ok {
-				t.Fatalf("%v did not sync", gvr)
-			}
-		}
-		if got := log.listsOf("configmaps"); len(got) != wantLists {
-			t.Fatalf("%d relists (LIST or WatchList) of configmaps (%v), want %d", len(got), got, wantLists)
-		}
-		return r, gi.Lister()
+		return r, r.startGeneric(t, f, gvr, fmt.Sprintf("metadata:configmaps.v1{namespace=%q}", ns), log, wantLists)
 	}
 	converged := func(l cache.GenericLister) {
 		t.Helper()
