@@ -9,6 +9,7 @@ import (
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/internal/admin"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // TestAdminSocketServesLiveCache: a cache opened with AdminSocket answers
@@ -21,8 +22,8 @@ func TestAdminSocketServesLiveCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := newSource(t)
-	src.Add(testPod("ns", "a", "n1"))
-	src.Add(testPod("ns", "b", "n1"))
+	src.Add(testutil.Pod("ns", "a", "", testutil.Label("app", "a"), testutil.Node("n1")))
+	src.Add(testutil.Pod("ns", "b", "", testutil.Label("app", "b"), testutil.Node("n1")))
 	inf, err := c.NewInformer(src, &v1.Pod{}, boltinformer.InformerOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +31,7 @@ func TestAdminSocketServesLiveCache(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	eventually(t, "sync", inf.HasSynced)
+	testutil.Eventually(t, "sync", waitTimeout, inf.HasSynced)
 
 	client, err := admin.Dial(ctx, sock, 0)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -32,7 +33,7 @@ func (f *fakeWatchLW) WatchWithContext(_ context.Context, o metav1.ListOptions) 
 }
 
 func TestBookmarksAdvanceTheStoredRV(t *testing.T) {
-	p := testPod("ns", "p", "n")
+	p := testutil.Pod("ns", "p", "", testutil.Label("app", "p"), testutil.Node("n"))
 	p.ResourceVersion = "10"
 	lw := &fakeWatchLW{list: &v1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "10"}, Items: []v1.Pod{*p}}, w: watch.NewRaceFreeFake()}
 	inf, _, stop := runInformer(t, filepath.Join(t.TempDir(), "c.db"), lw, boltinformer.InformerOptions{WatchList: reflector.WatchListOff})
@@ -41,11 +42,11 @@ func TestBookmarksAdvanceTheStoredRV(t *testing.T) {
 		t.Fatalf("after the list: stored rv %q, want 10", rv)
 	}
 	lw.w.Action(watch.Bookmark, &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "57"}})
-	eventually(t, "bookmark to reach the store", func() bool { return inf.Store().LastStoreSyncResourceVersion() == "57" })
+	testutil.Eventually(t, "bookmark to reach the store", waitTimeout, func() bool { return inf.Store().LastStoreSyncResourceVersion() == "57" })
 	// An older bookmark never moves it back.
 	lw.w.Action(watch.Bookmark, &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "40"}})
-	q := testPod("ns", "q", "n")
+	q := testutil.Pod("ns", "q", "", testutil.Label("app", "q"), testutil.Node("n"))
 	q.ResourceVersion = "60"
 	lw.w.Add(q)
-	eventually(t, "event after the bookmark", func() bool { return inf.Store().LastStoreSyncResourceVersion() == "60" })
+	testutil.Eventually(t, "event after the bookmark", waitTimeout, func() bool { return inf.Store().LastStoreSyncResourceVersion() == "60" })
 }

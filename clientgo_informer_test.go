@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -122,7 +123,7 @@ func TestAddHandlerDuringShutdown(t *testing.T) {
 				})
 			}
 			for i := 0; i < 300; i++ {
-				src.Add(testPod("ns", fmt.Sprint("p", i), "n"))
+				src.Add(testutil.Pod("ns", fmt.Sprint("p", i), "", testutil.Label("app", fmt.Sprint("p", i)), testutil.Node("n")))
 			}
 			stop()
 			wg.Wait()
@@ -177,7 +178,7 @@ func TestRemoveForeignHandle(t *testing.T) {
 	for _, m := range makers {
 		t.Run(m.name, func(t *testing.T) {
 			src := newSource(t)
-			src.Add(testPod("ns", "p", "n"))
+			src.Add(testutil.Pod("ns", "p", "", testutil.Label("app", "p"), testutil.Node("n")))
 			owner, other := m.make(t, src), m.make(t, newSource(t))
 			rec := newRecorder()
 			reg, err := owner.inf.AddEventHandler(rec)
@@ -188,7 +189,7 @@ func TestRemoveForeignHandle(t *testing.T) {
 				t.Fatalf("removing a foreign handle: %v, want nil", err)
 			}
 			start(t, owner.inf)
-			eventually(t, "the handler, still registered, to see the pod", func() bool { return rec.count("add@") == 1 })
+			testutil.Eventually(t, "the handler, still registered, to see the pod", waitTimeout, func() bool { return rec.count("add@") == 1 })
 		})
 	}
 }
@@ -234,7 +235,7 @@ func TestHandlerPanicAsClientGo(t *testing.T) {
 	panics := surviveCrashes(t)
 	src := newSource(t)
 	for _, n := range []string{"a", "boom", "c"} {
-		src.Add(testPod("ns", n, "n"))
+		src.Add(testutil.Pod("ns", n, "", testutil.Label("app", n), testutil.Node("n")))
 	}
 	for _, m := range makers {
 		t.Run(m.name, func(t *testing.T) {
@@ -250,9 +251,9 @@ func TestHandlerPanicAsClientGo(t *testing.T) {
 				t.Fatal(err)
 			}
 			start(t, s.inf)
-			eventually(t, "the other objects", func() bool { return rec.count("add@") == 2 })
-			eventually(t, "the panic to reach PanicHandlers", func() bool { return panics.has("boom in " + s.name) })
-			eventually(t, "the informer to sync", s.inf.HasSynced)
+			testutil.Eventually(t, "the other objects", waitTimeout, func() bool { return rec.count("add@") == 2 })
+			testutil.Eventually(t, "the panic to reach PanicHandlers", waitTimeout, func() bool { return panics.has("boom in " + s.name) })
+			testutil.Eventually(t, "the informer to sync", waitTimeout, s.inf.HasSynced)
 			if reg.HasSynced() {
 				t.Fatal("the registration synced although its handler panicked on an initial object")
 			}
@@ -273,10 +274,10 @@ func TestDeleteOfUnknownKeyNotifies(t *testing.T) {
 		}
 		recs = append(recs, rec)
 		start(t, s.inf)
-		eventually(t, s.name+" to sync", s.inf.HasSynced)
-		src.Delete(testPod("ns", "ghost", "n"))
-		src.Add(testPod("ns", "real", "n"))
-		eventually(t, s.name+" to see the add after the delete", func() bool { return rec.count("add@") == 1 })
+		testutil.Eventually(t, s.name+" to sync", waitTimeout, s.inf.HasSynced)
+		src.Delete(testutil.Pod("ns", "ghost", "", testutil.Label("app", "ghost"), testutil.Node("n")))
+		src.Add(testutil.Pod("ns", "real", "", testutil.Label("app", "real"), testutil.Node("n")))
+		testutil.Eventually(t, s.name+" to see the add after the delete", waitTimeout, func() bool { return rec.count("add@") == 1 })
 	}
 	theirs, ours := recs[0].snapshot(), recs[1].snapshot()
 	if strings.Join(theirs, "; ") != strings.Join(ours, "; ") {

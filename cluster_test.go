@@ -3,6 +3,7 @@ package boltinformer_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -44,12 +46,6 @@ func newFakeCluster(uid, rv string, pods ...*v1.Pod) *fakeCluster {
 	}
 	f.clientset = fake.NewClientset(&v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: metav1.NamespaceSystem, UID: types.UID(uid)}})
 	return f
-}
-
-func clusterPod(name, rv, uid, node string) *v1.Pod {
-	p := testPod("ns", name, node)
-	p.ResourceVersion, p.UID = rv, types.UID(uid)
-	return p
 }
 
 func (f *fakeCluster) record(s string) {
@@ -172,9 +168,9 @@ func clusterContent(cl *fakeCluster) map[string]string {
 // with fewer objects, one of them with A's key (and another UID).
 func twoClusters() (a, b *fakeCluster) {
 	a = newFakeCluster("uid-a", "900",
-		clusterPod("p1", "880", "a-p1", "n1"), clusterPod("p2", "890", "a-p2", "n1"), clusterPod("p3", "900", "a-p3", "n2"))
+		testutil.Pod("ns", "p1", "880", testutil.Label("app", "p1"), testutil.Node("n1"), testutil.UID("a-p1")), testutil.Pod("ns", "p2", "890", testutil.Label("app", "p2"), testutil.Node("n1"), testutil.UID("a-p2")), testutil.Pod("ns", "p3", "900", testutil.Label("app", "p3"), testutil.Node("n2"), testutil.UID("a-p3")))
 	b = newFakeCluster("uid-b", "40",
-		clusterPod("p1", "30", "b-p1", "n7"), clusterPod("q", "40", "b-q", "n7"))
+		testutil.Pod("ns", "p1", "30", testutil.Label("app", "p1"), testutil.Node("n7"), testutil.UID("b-p1")), testutil.Pod("ns", "q", "40", testutil.Label("app", "q"), testutil.Node("n7"), testutil.UID("b-q")))
 	return a, b
 }
 
@@ -192,7 +188,7 @@ func TestClusterChangedEmptiesTheStoreAndRelists(t *testing.T) {
 	if want := []string{`LIST rv="" limit=50`, `WATCH rv="40"`}; !slices.Equal(b.requests(), want) {
 		t.Fatalf("requests on cluster B %v, want %v", b.requests(), want)
 	}
-	if got := clusterContent(b); !sameMap(storeContent(inf), got) {
+	if got := clusterContent(b); !maps.Equal(storeContent(inf), got) {
 		t.Fatalf("store %v, cluster B %v", storeContent(inf), got)
 	}
 	want := []string{`ns/p1 add@30 initial=true`, `ns/q add@40 initial=true`}
@@ -234,7 +230,7 @@ func TestRVAheadRelistsAndDiffs(t *testing.T) {
 	if want := []string{`LIST rv="" limit=1`, `LIST rv="" limit=50`, `WATCH rv="40"`}; !slices.Equal(b.requests(), want) {
 		t.Fatalf("requests on cluster B %v, want %v", b.requests(), want)
 	}
-	if got := clusterContent(b); !sameMap(storeContent(inf), got) {
+	if got := clusterContent(b); !maps.Equal(storeContent(inf), got) {
 		t.Fatalf("store %v, cluster B %v", storeContent(inf), got)
 	}
 	if r := relistReasons(t, reg); r[string(reflector.RelistRVAhead)] != 1 || len(r) != 1 {

@@ -1,15 +1,13 @@
 package boltinformer_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,10 +22,9 @@ import (
 )
 
 const (
-	crashChildEnv = "BOLTINFORMER_CRASH_CHILD"
-	crashInitial  = 300
-	crashEvents   = 3000
-	crashKeys     = 400
+	crashInitial = 300
+	crashEvents  = 3000
+	crashKeys    = 400
 )
 
 func crashIndexers() cache.Indexers {
@@ -38,9 +35,10 @@ func crashIndexers() cache.Indexers {
 }
 
 // crashChild runs an informer on a testutil.HistoryServer until it is killed.
-// Environment: the seed, the file, and whether its stored RV is expired.
-func crashChild() {
-	seed, _ := strconv.ParseInt(os.Getenv(crashChildEnv), 10, 64)
+// Environment: the seed, the file, when the history started, and below
+// which RV a watch is expired.
+func crashChild() int {
+	seed, _ := strconv.ParseInt(os.Getenv("CRASH_SEED"), 10, 64)
 	path := os.Getenv("CRASH_DB")
 	expire, _ := strconv.ParseInt(os.Getenv("CRASH_EXPIRE_BELOW"), 10, 64)
 	startMs, _ := strconv.ParseInt(os.Getenv("CRASH_START_MS"), 10, 64)
@@ -48,24 +46,21 @@ func crashChild() {
 	c, err := boltinformer.Open(path, boltinformer.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
-		os.Exit(3)
+		return 3
 	}
 	inf, err := c.NewInformer(srv, &v1.Pod{}, boltinformer.InformerOptions{Indexers: crashIndexers(), PageSize: 40, BatchSize: 50})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
-		os.Exit(3)
+		return 3
 	}
-	fmt.Println("running")                   // the parent's kill timer starts now
+	fmt.Println(testutil.ReadyLine)          // the parent's kill timer starts now
 	inf.RunWithContext(context.Background()) // until SIGKILL
+	return 0
 }
 
 // TestCrashAtRandomPoints kills an informer process at random points and
 // checks DESIGN invariants 1–4 on what it left, then resumes and converges.
 func TestCrashAtRandomPoints(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	seeds := 6
 	if testing.Short() {
 		seeds = 2
@@ -80,28 +75,12 @@ func TestCrashAtRandomPoints(t *testing.T) {
 			// started, across the children: the history goes on while they die.
 			start := time.Now()
 			for kill := 0; kill < 4; kill++ {
-				cmd := exec.Command(exe, "-test.run=^$")
-				cmd.Env = append(os.Environ(), crashChildEnv+"="+strconv.FormatInt(seed, 10), "CRASH_DB="+path, fmt.Sprintf("CRASH_START_MS=%d", start.UnixMilli()))
+				env := []string{"CRASH_SEED=" + strconv.FormatInt(seed, 10), "CRASH_DB=" + path, fmt.Sprintf("CRASH_START_MS=%d", start.UnixMilli())}
 				// Every other seed, the second run finds its stored RV expired: it relists, and may die mid-relist.
 				if seed%2 == 0 && kill == 1 {
-					cmd.Env = append(cmd.Env, fmt.Sprintf("CRASH_EXPIRE_BELOW=%d", lastRV+1))
+					env = append(env, fmt.Sprintf("CRASH_EXPIRE_BELOW=%d", lastRV+1))
 				}
-				cmd.Stderr = os.Stderr
-				out, err := cmd.StdoutPipe()
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := cmd.Start(); err != nil {
-					t.Fatal(err)
-				}
-				if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "running\n" {
-					_ = cmd.Process.Kill()
-					_ = cmd.Wait()
-					t.Fatalf("child did not start: %q %v", line, err)
-				}
-				time.Sleep(time.Duration(30+r.Intn(500)) * time.Millisecond)
-				_ = cmd.Process.Signal(syscall.SIGKILL)
-				_ = cmd.Wait()
+				testutil.StartChild(t, "crash", env...).KillAfter(time.Duration(30+r.Intn(500)) * time.Millisecond)
 				lastRV = checkCrashedFile(t, path, s)
 				t.Logf("kill %d: stored RV %d of %d", kill, lastRV, s.Final())
 			}
@@ -109,7 +88,7 @@ func TestCrashAtRandomPoints(t *testing.T) {
 			srv := &testutil.HistoryServer{H: s, Start: time.Now().Add(-time.Hour), PerMs: 10}
 			inf, _, stop := runInformer(t, path, srv, boltinformer.InformerOptions{Indexers: crashIndexers(), PageSize: 40})
 			want := s.StateAt(s.Final())
-			eventually(t, "convergence to the final state", func() bool { return sameMap(storeKeys(inf), want) })
+			testutil.Eventually(t, "convergence to the final state", waitTimeout, func() bool { return maps.Equal(storeKeys(inf), want) })
 			stop()
 		})
 	}
@@ -144,7 +123,7 @@ func checkCrashedFile(t *testing.T, path string, s *testutil.History) int64 {
 		p := o.(*v1.Pod)
 		got[p.Namespace+"/"+p.Name] = p.ResourceVersion
 	}
-	if want := s.StateAt(rv); !sameMap(got, want) { // invariant 1
+	if want := s.StateAt(rv); !maps.Equal(got, want) { // invariant 1
 		t.Fatalf("after SIGKILL the store at RV %d holds %d objects, the history has %d: the watermark does not match the data", rv, len(got), len(want))
 	}
 	return rv

@@ -3,6 +3,7 @@ package boltinformer_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -17,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -25,19 +25,16 @@ import (
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
+
+// waitTimeout bounds every wait on an informer in this package's tests.
+const waitTimeout = 30 * time.Second
 
 func newSource(t *testing.T) *fcache.FakeControllerSource {
 	src := fcache.NewFakeControllerSource()
 	t.Cleanup(src.Shutdown)
 	return src
-}
-
-func testPod(ns, name, node string) *v1.Pod {
-	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": name}},
-		Spec:       v1.PodSpec{NodeName: node},
-	}
 }
 
 // countingLW counts LIST and WATCH calls and can answer a WATCH from chosen
@@ -193,14 +190,6 @@ func runInformer(t *testing.T, path string, lw cache.ListerWatcher, opts boltinf
 	return inf, rec, stop
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 5*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) { return cond(), nil })
-	if err != nil {
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
-
 func sourceKeys(t *testing.T, src *fcache.FakeControllerSource) map[string]string {
 	obj, err := src.List(metav1.ListOptions{})
 	if err != nil {
@@ -223,22 +212,10 @@ func storeKeys(inf *boltinformer.Informer) map[string]string {
 	return out
 }
 
-func sameMap(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 func TestColdStartThenWarmRestartWithoutList(t *testing.T) {
 	src := newSource(t)
 	for i := 0; i < 20; i++ {
-		src.Add(testPod(fmt.Sprint("ns", i%2), fmt.Sprint("p", i), "n1"))
+		src.Add(testutil.Pod(fmt.Sprint("ns", i%2), fmt.Sprint("p", i), "", testutil.Label("app", fmt.Sprint("p", i)), testutil.Node("n1")))
 	}
 	path := filepath.Join(t.TempDir(), "cache.db")
 	opts := boltinformer.InformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}}
@@ -255,58 +232,60 @@ func TestColdStartThenWarmRestartWithoutList(t *testing.T) {
 	if err != nil || len(pods) != 10 {
 		t.Fatalf("generated lister: %d pods, %v", len(pods), err)
 	}
-	p := testPod("ns0", "p0", "n2")
+	p := testutil.Pod("ns0", "p0", "", testutil.Label("app", "p0"), testutil.Node("n2"))
 	src.Modify(p)
-	eventually(t, "update", func() bool { return rec.count("update@") == 1 })
+	testutil.Eventually(t, "update", waitTimeout, func() bool { return rec.count("update@") == 1 })
 	stop()
 	if lw.lists.Load() != 1 {
 		t.Fatalf("cold start made %d LISTs, want 1", lw.lists.Load())
 	}
 
 	// While the process is down: 2 adds, 3 updates, 1 delete.
-	src.Add(testPod("ns0", "new1", "n1"))
-	src.Add(testPod("ns1", "new2", "n1"))
+	src.Add(testutil.Pod("ns0", "new1", "", testutil.Label("app", "new1"), testutil.Node("n1")))
+	src.Add(testutil.Pod("ns1", "new2", "", testutil.Label("app", "new2"), testutil.Node("n1")))
 	for _, n := range []string{"p2", "p4", "p6"} {
-		src.Modify(testPod("ns0", n, "n3"))
+		src.Modify(testutil.Pod("ns0", n, "", testutil.Label("app", n), testutil.Node("n3")))
 	}
-	src.Delete(testPod("ns1", "p1", ""))
+	src.Delete(testutil.Pod("ns1", "p1", "", testutil.Label("app", "p1"), testutil.Node("")))
 
 	lw2 := newCountingLW(src)
 	inf2, rec2, stop2 := runInformer(t, path, lw2, opts)
 	// Warm start: the 20 stored objects are replayed from disk, then the changes arrive by WATCH.
-	eventually(t, "changes after warm start", func() bool {
+	testutil.Eventually(t, "changes after warm start", waitTimeout, func() bool {
 		return rec2.count("update@") == 3 && rec2.count("delete") == 1 && rec2.count("add@") == 22
 	})
+
 	if n := rec2.count("initial=true"); n != 20 {
 		t.Fatalf("replay: %d initial adds, want 20: %v", n, rec2.snapshot())
 	}
 	if n, p := lw2.lists.Load(), lw2.probes.Load(); n != 0 || p != 1 {
 		t.Fatalf("warm restart made %d LISTs and %d resume checks (LIST limit=1), want 0 and 1", n, p)
 	}
-	eventually(t, "store equals source", func() bool { return sameMap(storeKeys(inf2), sourceKeys(t, src)) })
+	testutil.Eventually(t, "store equals source", waitTimeout, func() bool { return maps.Equal(storeKeys(inf2), sourceKeys(t, src)) })
 	stop2()
 }
 
 func TestRelistAfterExpiredRVDiffsAgainstDisk(t *testing.T) {
 	src := newSource(t)
 	for i := 0; i < 10; i++ {
-		src.Add(testPod("ns", fmt.Sprint("p", i), "n1"))
+		src.Add(testutil.Pod("ns", fmt.Sprint("p", i), "", testutil.Label("app", fmt.Sprint("p", i)), testutil.Node("n1")))
 	}
 	path := filepath.Join(t.TempDir(), "cache.db")
 	inf, _, stop := runInformer(t, path, newCountingLW(src), boltinformer.InformerOptions{})
 	storedRV := inf.GetStore().LastStoreSyncResourceVersion()
 	stop()
 
-	src.Modify(testPod("ns", "p3", "n9"))
-	src.Delete(testPod("ns", "p5", ""))
-	src.Add(testPod("ns", "p10", "n1"))
+	src.Modify(testutil.Pod("ns", "p3", "", testutil.Label("app", "p3"), testutil.Node("n9")))
+	src.Delete(testutil.Pod("ns", "p5", "", testutil.Label("app", "p5"), testutil.Node("")))
+	src.Add(testutil.Pod("ns", "p10", "", testutil.Label("app", "p10"), testutil.Node("n1")))
 
 	lw := newCountingLW(src)
 	lw.expire(storedRV) // the apiserver no longer serves the stored RV
 	inf2, rec, stop2 := runInformer(t, path, lw, boltinformer.InformerOptions{DisableReplay: true})
-	eventually(t, "relist changes", func() bool {
+	testutil.Eventually(t, "relist changes", waitTimeout, func() bool {
 		return rec.count("update@") == 1 && rec.count("delete(tombstone)") == 1 && rec.count("add@") == 1
 	})
+
 	if n, p := lw.lists.Load(), lw.probes.Load(); n != 1 || p != 1 {
 		t.Fatalf("%d LISTs and %d resume checks after 410, want 1 and 1", n, p)
 	}
@@ -314,7 +293,7 @@ func TestRelistAfterExpiredRVDiffsAgainstDisk(t *testing.T) {
 	if got := len(rec.snapshot()); got != 3 {
 		t.Fatalf("handler saw %d events, want exactly 3: %v", got, rec.snapshot())
 	}
-	if !sameMap(storeKeys(inf2), sourceKeys(t, src)) {
+	if !maps.Equal(storeKeys(inf2), sourceKeys(t, src)) {
 		t.Fatalf("store %v != source %v", storeKeys(inf2), sourceKeys(t, src))
 	}
 	stop2()
@@ -325,7 +304,7 @@ func TestRelistAfterExpiredRVDiffsAgainstDisk(t *testing.T) {
 func TestSameEventsAsClientGo(t *testing.T) {
 	src := newSource(t)
 	for i := 0; i < 30; i++ {
-		src.Add(testPod("ns", fmt.Sprint("p", i), "n1"))
+		src.Add(testutil.Pod("ns", fmt.Sprint("p", i), "", testutil.Label("app", fmt.Sprint("p", i)), testutil.Node("n1")))
 	}
 	theirs := cache.NewSharedIndexInformer(src, &v1.Pod{}, 0, cache.Indexers{})
 	theirRec := newRecorder()
@@ -351,23 +330,24 @@ func TestSameEventsAsClientGo(t *testing.T) {
 		i := (step * 7919) % (next + 5)
 		switch {
 		case !live[i] && i < next:
-			src.Add(testPod("ns", fmt.Sprint("p", i), "n1"))
+			src.Add(testutil.Pod("ns", fmt.Sprint("p", i), "", testutil.Label("app", fmt.Sprint("p", i)), testutil.Node("n1")))
 			live[i] = true
 		case live[i] && step%3 == 0:
-			src.Delete(testPod("ns", fmt.Sprint("p", i), ""))
+			src.Delete(testutil.Pod("ns", fmt.Sprint("p", i), "", testutil.Label("app", fmt.Sprint("p", i)), testutil.Node("")))
 			live[i] = false
 		case live[i]:
-			src.Modify(testPod("ns", fmt.Sprint("p", i), "n"+strconv.Itoa(step)))
+			src.Modify(testutil.Pod("ns", fmt.Sprint("p", i), "", testutil.Label("app", fmt.Sprint("p", i)), testutil.Node("n"+strconv.Itoa(step))))
 		default:
-			src.Add(testPod("ns", fmt.Sprint("p", next), "n1"))
+			src.Add(testutil.Pod("ns", fmt.Sprint("p", next), "", testutil.Label("app", fmt.Sprint("p", next)), testutil.Node("n1")))
 			live[next] = true
 			next++
 		}
 	}
-	eventually(t, "both informers to converge", func() bool {
-		return sameMap(storeKeys(ours), sourceKeys(t, src)) && len(theirs.GetStore().ListKeys()) == len(sourceKeys(t, src)) &&
+	testutil.Eventually(t, "both informers to converge", waitTimeout, func() bool {
+		return maps.Equal(storeKeys(ours), sourceKeys(t, src)) && len(theirs.GetStore().ListKeys()) == len(sourceKeys(t, src)) &&
 			len(ourRec.snapshot()) == len(theirRec.snapshot())
 	})
+
 	ourRec.mu.Lock()
 	theirRec.mu.Lock()
 	defer ourRec.mu.Unlock()

@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // lines is a funcr logger's output.
@@ -52,7 +53,7 @@ func (l *lines) has(substr string) bool {
 func runLogged(t *testing.T, opts boltinformer.Options, ctxLogger logr.Logger) {
 	t.Helper()
 	src := newSource(t)
-	src.Add(testPod("ns", "a", "n1"))
+	src.Add(testutil.Pod("ns", "a", "", testutil.Label("app", "a"), testutil.Node("n1")))
 	opts.NoSync = true
 	c, err := boltinformer.Open(filepath.Join(t.TempDir(), "cache.db"), opts)
 	if err != nil {

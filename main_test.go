@@ -1,16 +1,14 @@
 package boltinformer_test
 
 import (
-	"os"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(crashChildEnv) != "" {
-		crashChild()
-		return
-	}
+	testutil.RunChild(map[string]func() int{"crash": crashChild})
 	goleak.VerifyTestMain(m)
 }

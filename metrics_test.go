@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -58,7 +59,7 @@ func TestMetricsFollowConventions(t *testing.T) {
 	}
 	src := newSource(t)
 	for _, n := range []string{"a", "b", "c"} {
-		src.Add(testPod("ns", n, "n1"))
+		src.Add(testutil.Pod("ns", n, "", testutil.Label("app", n), testutil.Node("n1")))
 	}
 	inf, err := c.NewInformer(src, &v1.Pod{}, boltinformer.InformerOptions{})
 	if err != nil {
@@ -103,18 +104,18 @@ boltinformer_watch_resumes_total{file="%[1]s",store="Pod.v1"} 0
 `
 	counters := []string{"boltinformer_commit_errors_total", "boltinformer_events_applied_total", "boltinformer_list_watch_errors_total",
 		"boltinformer_objects_dropped_total", "boltinformer_relists_total", "boltinformer_synced", "boltinformer_watch_disconnects_total", "boltinformer_watch_resumes_total"}
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(fmt.Sprintf(preInit, path, 0, 0, 0)), counters...); err != nil {
+	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(fmt.Sprintf(preInit, path, 0, 0, 0)), counters...); err != nil {
 		t.Errorf("before Run: %v", err)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	eventually(t, "sync", inf.HasSynced)
-	src.Delete(testPod("ns", "a", ""))
-	eventually(t, "delete applied", func() bool { return len(inf.GetStore().ListKeys()) == 2 })
+	testutil.Eventually(t, "sync", waitTimeout, inf.HasSynced)
+	src.Delete(testutil.Pod("ns", "a", "", testutil.Label("app", "a"), testutil.Node("")))
+	testutil.Eventually(t, "delete applied", waitTimeout, func() bool { return len(inf.GetStore().ListKeys()) == 2 })
 
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(fmt.Sprintf(preInit, path, 3, 1, 1)), counters...); err != nil {
+	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(fmt.Sprintf(preInit, path, 3, 1, 1)), counters...); err != nil {
 		t.Errorf("after sync and one delete: %v", err)
 	}
 	mfs, err := reg.Gather()
@@ -140,7 +141,7 @@ boltinformer_watch_resumes_total{file="%[1]s",store="Pod.v1"} 0
 	if len(got) != len(wantFamilies) {
 		t.Errorf("exported %d metrics %v, want %d", len(got), got, len(wantFamilies))
 	}
-	problems, err := testutil.GatherAndLint(reg)
+	problems, err := promtestutil.GatherAndLint(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +228,7 @@ func (l *pagedLW) Watch(metav1.ListOptions) (watch.Interface, error) {
 }
 
 func rvPod(name, rv string) v1.Pod {
-	p := testPod("ns", name, "n")
+	p := testutil.Pod("ns", name, "", testutil.Label("app", name), testutil.Node("n"))
 	p.ResourceVersion = rv
 	return *p
 }
@@ -271,7 +272,7 @@ func TestStoredRVTimestampMovesOnlyWithTheStoredRV(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	eventually(t, "sync", inf.HasSynced)
+	testutil.Eventually(t, "sync", waitTimeout, inf.HasSynced)
 	synced := ts()
 	if synced == 0 {
 		t.Fatal("no timestamp after the first relist")
@@ -281,15 +282,15 @@ func TestStoredRVTimestampMovesOnlyWithTheStoredRV(t *testing.T) {
 	w := <-lw.watches
 	time.Sleep(10 * time.Millisecond)
 	w.Action(watch.Bookmark, &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "20"}})
-	eventually(t, "the bookmark's RV stored", func() bool { return inf.Store().LastStoreSyncResourceVersion() == "20" })
-	eventually(t, "the timestamp to move with the bookmark", func() bool { return ts() > synced })
+	testutil.Eventually(t, "the bookmark's RV stored", waitTimeout, func() bool { return inf.Store().LastStoreSyncResourceVersion() == "20" })
+	testutil.Eventually(t, "the timestamp to move with the bookmark", waitTimeout, func() bool { return ts() > synced })
 	bookmarked := ts()
 	// One that leaves the RV where it is does not move it.
 	w.Action(watch.Bookmark, &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "15"}})
 	p := rvPod("c", "21")
 	w.Add(&p)
-	eventually(t, "the event stored", func() bool { return inf.Store().LastStoreSyncResourceVersion() == "21" })
-	eventually(t, "the timestamp to move with the event", func() bool { return ts() > bookmarked })
+	testutil.Eventually(t, "the event stored", waitTimeout, func() bool { return inf.Store().LastStoreSyncResourceVersion() == "21" })
+	testutil.Eventually(t, "the timestamp to move with the event", waitTimeout, func() bool { return ts() > bookmarked })
 	evented := ts()
 
 	// A watch that ends after events is a disconnect; a 410 an error and a
@@ -300,16 +301,17 @@ func TestStoredRVTimestampMovesOnlyWithTheStoredRV(t *testing.T) {
 	lw.mu.Unlock()
 	w.Stop()
 	w = <-lw.watches
-	eventually(t, "one disconnect counted", func() bool { return counter("boltinformer_watch_disconnects_total") == 1 })
+	testutil.Eventually(t, "one disconnect counted", waitTimeout, func() bool { return counter("boltinformer_watch_disconnects_total") == 1 })
 	lw.mu.Lock()
 	lw.items, lw.rv, lw.release = []v1.Pod{rvPod("a", "8"), rvPod("d", "30")}, "31", make(chan struct{})
 	lw.mu.Unlock()
 	time.Sleep(10 * time.Millisecond)
 	w.Error(&apierrors.NewResourceExpired("too old resource version: 21").ErrStatus)
-	eventually(t, "the relist's first page applied", func() bool {
+	testutil.Eventually(t, "the relist's first page applied", waitTimeout, func() bool {
 		relisting, _, _ := inf.Store().RelistInProgress()
 		return relisting && counter("boltinformer_events_applied_total", "unchanged") == 1
 	})
+
 	if n := counter("boltinformer_list_watch_errors_total"); n != 1 {
 		t.Errorf("list_watch_errors_total = %v after a 410, want 1", n)
 	}
@@ -317,8 +319,8 @@ func TestStoredRVTimestampMovesOnlyWithTheStoredRV(t *testing.T) {
 		t.Errorf("during the relist the timestamp moved from %v to %v; the stored RV did not", evented, got)
 	}
 	close(lw.release)
-	eventually(t, "the relist's RV stored", func() bool { return inf.Store().LastStoreSyncResourceVersion() == "31" })
-	eventually(t, "the timestamp to move at the end of the relist", func() bool { return ts() > evented })
+	testutil.Eventually(t, "the relist's RV stored", waitTimeout, func() bool { return inf.Store().LastStoreSyncResourceVersion() == "31" })
+	testutil.Eventually(t, "the timestamp to move at the end of the relist", waitTimeout, func() bool { return ts() > evented })
 	cancel()
 	<-done
 	if err := c.Close(); err != nil {

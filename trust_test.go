@@ -17,6 +17,7 @@ import (
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -68,7 +69,7 @@ func (f *recordingLW) requests() (lists, watches []string) {
 }
 
 func podAt(name, rv string) *v1.Pod {
-	p := testPod("ns", name, "n")
+	p := testutil.Pod("ns", name, "", testutil.Label("app", name), testutil.Node("n"))
 	p.ResourceVersion = rv
 	return p
 }
@@ -104,10 +105,11 @@ func TestIndexerWritesNeverMoveTheWatermark(t *testing.T) {
 		t.Fatalf("stored RV after client-go writes: %q %v, want 10", rv, err)
 	}
 	lw.w.Add(podAt("d", "11"))
-	eventually(t, "the watch event to move the stored RV", func() bool {
+	testutil.Eventually(t, "the watch event to move the stored RV", waitTimeout, func() bool {
 		rv, _ := inf.Store().ResourceVersion()
 		return rv == "11"
 	})
+
 	stop()
 
 	lw = newRecordingLW("11")
@@ -195,7 +197,7 @@ func TestDamagedRecordRebuildsTheStore(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
-	eventually(t, "the rebuilt store to sync", inf.HasSynced)
+	testutil.Eventually(t, "the rebuilt store to sync", waitTimeout, inf.HasSynced)
 	keys := inf.GetStore().ListKeys()
 	rv, _ := inf.Store().ResourceVersion()
 	cancel()

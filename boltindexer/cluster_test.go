@@ -11,6 +11,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // TestSetCluster: the first identity is adopted with the data kept; the
@@ -23,12 +24,12 @@ func TestSetCluster(t *testing.T) {
 		opts.HotCacheBytes = hot
 		s := boltindexertest.Open(t, "pods", opts)
 		if _, err := s.Apply([]boltindexer.Op{
-			{Type: boltindexer.OpUpsert, Obj: pod("a", "p1", "900", "n1")},
-			{Type: boltindexer.OpUpsert, Obj: pod("a", "p2", "901", "n2")},
+			{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "900", testutil.Label("app", "p1"), testutil.Node("n1"))},
+			{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p2", "901", testutil.Label("app", "p2"), testutil.Node("n2"))},
 		}, "901"); err != nil {
 			t.Fatal(err)
 		}
-		if _, _, err := s.Get(pod("a", "p1", "", "")); err != nil { // fills the hot cache
+		if _, _, err := s.Get(testutil.Pod("a", "p1", "", testutil.Label("app", "p1"), testutil.Node(""))); err != nil { // fills the hot cache
 			t.Fatal(err)
 		}
 
@@ -67,8 +68,8 @@ func TestSetCluster(t *testing.T) {
 		}
 
 		// Cluster b's relist: fewer objects at lower RVs, one with a stored key.
-		list := []interface{}{pod("a", "p1", "40", "n9"), pod("b", "q", "41", "n1")}
-		oracle := cache.NewIndexer(cache.MetaNamespaceKeyFunc, testIndexers())
+		list := []interface{}{testutil.Pod("a", "p1", "40", testutil.Label("app", "p1"), testutil.Node("n9")), testutil.Pod("b", "q", "41", testutil.Label("app", "q"), testutil.Node("n1"))}
+		oracle := cache.NewIndexer(cache.MetaNamespaceKeyFunc, testutil.PodIndexers())
 		if err := oracle.Replace(list, "42"); err != nil {
 			t.Fatal(err)
 		}
@@ -97,13 +98,13 @@ func TestSetClusterEmpty(t *testing.T) {
 // another UID (another cluster, an etcd restore) replaces the stored object.
 func TestListPageComparesUID(t *testing.T) {
 	s := boltindexertest.Open(t, "pods", podOpts())
-	old := pod("a", "p1", "40", "n1")
+	old := testutil.Pod("a", "p1", "40", testutil.Label("app", "p1"), testutil.Node("n1"))
 	old.UID = types.UID("old")
 	if _, err := s.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: old}}, "40"); err != nil {
 		t.Fatal(err)
 	}
 	same := old.DeepCopy()
-	other := pod("a", "p1", "40", "n2")
+	other := testutil.Pod("a", "p1", "40", testutil.Label("app", "p1"), testutil.Node("n2"))
 	other.UID = types.UID("new")
 	for _, tc := range []struct {
 		obj  interface{}

@@ -17,30 +17,8 @@ import (
 
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
-
-// testIndexers covers single-valued, multi-valued and empty IndexFuncs.
-func testIndexers() cache.Indexers {
-	return cache.Indexers{
-		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
-		"node": func(obj interface{}) ([]string, error) {
-			return []string{obj.(*v1.Pod).Spec.NodeName}, nil
-		},
-		"labels": func(obj interface{}) ([]string, error) {
-			var out []string
-			for k, v := range obj.(*v1.Pod).Labels {
-				out = append(out, k+"="+v)
-			}
-			return out, nil
-		},
-		"none-or-app": func(obj interface{}) ([]string, error) {
-			if app, ok := obj.(*v1.Pod).Labels["app"]; ok {
-				return []string{app, app, "any"}, nil // duplicates on purpose
-			}
-			return nil, nil
-		},
-	}
-}
 
 var (
 	namespaces = []string{"default", "kube-system", "team-a"}
@@ -82,8 +60,8 @@ func TestDifferentialAgainstClientGo(t *testing.T) {
 
 func runDifferential(t *testing.T, seed int64, steps int) {
 	r := rand.New(rand.NewSource(seed))
-	ours := boltindexertest.Open(t, "pods", boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: testIndexers()})
-	theirs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, testIndexers())
+	ours := boltindexertest.Open(t, "pods", boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers()})
+	theirs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, testutil.PodIndexers())
 	rv := 0
 	var live []*v1.Pod // objects recently written, for Update/Delete/Index
 	extra := 0

@@ -11,13 +11,14 @@ import (
 
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 func TestHotCacheServesAndInvalidates(t *testing.T) {
 	opts := podOpts()
 	opts.HotCacheBytes = 1 << 20
 	s := boltindexertest.Open(t, "pods", opts)
-	if err := s.Add(pod("a", "p", "1", "n1")); err != nil {
+	if err := s.Add(testutil.Pod("a", "p", "1", testutil.Label("app", "p"), testutil.Node("n1"))); err != nil {
 		t.Fatal(err)
 	}
 	a, _, _ := s.GetByKey("a/p")
@@ -25,14 +26,14 @@ func TestHotCacheServesAndInvalidates(t *testing.T) {
 	if a != b {
 		t.Fatal("hot cache did not serve the second Get")
 	}
-	if _, err := s.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: pod("a", "p", "2", "n2")}}, "2"); err != nil {
+	if _, err := s.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p", "2", testutil.Label("app", "p"), testutil.Node("n2"))}}, "2"); err != nil {
 		t.Fatal(err)
 	}
 	c, _, _ := s.GetByKey("a/p")
 	if c.(*v1.Pod).ResourceVersion != "2" {
 		t.Fatalf("hot cache served a stale object after a write: rv %s", c.(*v1.Pod).ResourceVersion)
 	}
-	if _, err := s.Apply([]boltindexer.Op{{Type: boltindexer.OpDelete, Obj: pod("a", "p", "3", "")}}, "3"); err != nil {
+	if _, err := s.Apply([]boltindexer.Op{{Type: boltindexer.OpDelete, Obj: testutil.Pod("a", "p", "3", testutil.Label("app", "p"), testutil.Node(""))}}, "3"); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := s.GetByKey("a/p"); ok {
@@ -49,7 +50,7 @@ func TestHotCacheNeverOlderThanStore(t *testing.T) {
 	opts := podOpts()
 	opts.HotCacheBytes = 1 << 20
 	s := boltindexertest.Open(t, "pods", opts)
-	if err := s.Add(pod("a", "p", "1", "n")); err != nil {
+	if err := s.Add(testutil.Pod("a", "p", "1", testutil.Label("app", "p"), testutil.Node("n"))); err != nil {
 		t.Fatal(err)
 	}
 	var committed atomic.Int64
@@ -78,7 +79,7 @@ func TestHotCacheNeverOlderThanStore(t *testing.T) {
 		})
 	}
 	for rv := int64(2); rv < 400; rv++ {
-		if _, err := s.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: pod("a", "p", strconv.FormatInt(rv, 10), "n")}}, strconv.FormatInt(rv, 10)); err != nil {
+		if _, err := s.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p", strconv.FormatInt(rv, 10), testutil.Label("app", "p"), testutil.Node("n"))}}, strconv.FormatInt(rv, 10)); err != nil {
 			t.Fatal(err)
 		}
 		committed.Store(rv)
@@ -101,7 +102,7 @@ func TestHotCacheReadsItsOwnTransaction(t *testing.T) {
 	s := boltindexertest.Open(t, "pods", opts)
 	const pods = 64
 	genPod := func(i, gen, rv int) *v1.Pod {
-		p := pod("a", fmt.Sprint("p", i), strconv.Itoa(rv), "n")
+		p := testutil.Pod("a", fmt.Sprint("p", i), strconv.Itoa(rv), testutil.Label("app", fmt.Sprint("p", i)), testutil.Node("n"))
 		p.Labels = map[string]string{"gen": strconv.Itoa(gen)}
 		return p
 	}

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"testing"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
-	bolt "go.etcd.io/bbolt"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // TestListPageRefusesDeletes: a list page holds upserts only; a delete in
@@ -18,7 +20,7 @@ func TestListPageRefusesDeletes(t *testing.T) {
 	if err := s.BeginRelist("test"); err != nil {
 		t.Fatal(err)
 	}
-	page := []boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: pod("a", "p", "5", "")}, {Type: boltindexer.OpDelete, Obj: pod("a", "q", "5", "")}}
+	page := []boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p", "5", testutil.Label("app", "p"), testutil.Node(""))}, {Type: boltindexer.OpDelete, Obj: testutil.Pod("a", "q", "5", testutil.Label("app", "q"), testutil.Node(""))}}
 	if _, err := s.ApplyListPage(page); !errors.Is(err, boltindexer.ErrNotUpsert) {
 		t.Fatalf("a delete in a list page: %v, want ErrNotUpsert", err)
 	}
@@ -56,7 +58,7 @@ func TestColdRelistKeepsNoSeenKeys(t *testing.T) {
 	if err := s.BeginRelist("cold start"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApplyListPage(upserts(pod("a", "p1", "5", "n1"), pod("a", "p2", "6", "n1"))); err != nil {
+	if _, err := s.ApplyListPage(upserts(testutil.Pod("a", "p1", "5", testutil.Label("app", "p1"), testutil.Node("n1")), testutil.Pod("a", "p2", "6", testutil.Label("app", "p2"), testutil.Node("n1")))); err != nil {
 		t.Fatal(err)
 	}
 	if hasSeen() {
@@ -66,7 +68,7 @@ func TestColdRelistKeepsNoSeenKeys(t *testing.T) {
 	if err := s.BeginRelist("restart"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApplyListPage(upserts(pod("a", "p1", "5", "n1"), pod("a", "p3", "7", "n2"))); err != nil {
+	if _, err := s.ApplyListPage(upserts(testutil.Pod("a", "p1", "5", testutil.Label("app", "p1"), testutil.Node("n1")), testutil.Pod("a", "p3", "7", testutil.Label("app", "p3"), testutil.Node("n2")))); err != nil {
 		t.Fatal(err)
 	}
 	if !hasSeen() {
@@ -84,7 +86,7 @@ func TestColdRelistKeepsNoSeenKeys(t *testing.T) {
 	if err := s2.BeginRelist("cold start"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s2.ApplyListPage(upserts(pod("a", "p1", "5", "n1"))); err != nil {
+	if _, err := s2.ApplyListPage(upserts(testutil.Pod("a", "p1", "5", testutil.Label("app", "p1"), testutil.Node("n1")))); err != nil {
 		t.Fatal(err)
 	}
 	if dels, err := s2.FinishRelist("5"); err != nil || len(dels) != 0 {

@@ -16,17 +16,11 @@ import (
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
-func pod(ns, name, rv, node string) *v1.Pod {
-	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv, Labels: map[string]string{"app": name}},
-		Spec:       v1.PodSpec{NodeName: node},
-	}
-}
-
 func podOpts() boltindexer.StoreOptions {
-	return boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: testIndexers()}
+	return boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers()}
 }
 
 func changeTypes(chs []boltindexer.Change) string {
@@ -40,9 +34,9 @@ func changeTypes(chs []boltindexer.Change) string {
 func TestApplyWatermarkAndNoRegression(t *testing.T) {
 	s := boltindexertest.Open(t, "pods", podOpts())
 	chs, err := s.Apply([]boltindexer.Op{
-		{Type: boltindexer.OpUpsert, Obj: pod("a", "p1", "10", "n1")},
-		{Type: boltindexer.OpUpsert, Obj: pod("a", "p2", "11", "n1")},
-		{Type: boltindexer.OpUpsert, Obj: pod("a", "p1", "12", "n2")},
+		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "10", testutil.Label("app", "p1"), testutil.Node("n1"))},
+		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p2", "11", testutil.Label("app", "p2"), testutil.Node("n1"))},
+		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "12", testutil.Label("app", "p1"), testutil.Node("n2"))},
 	}, "12")
 	if err != nil {
 		t.Fatal(err)
@@ -58,10 +52,10 @@ func TestApplyWatermarkAndNoRegression(t *testing.T) {
 	}
 	// Replaying events at or below the stored object's RV changes nothing.
 	chs, err = s.Apply([]boltindexer.Op{
-		{Type: boltindexer.OpUpsert, Obj: pod("a", "p1", "12", "zzz")},
-		{Type: boltindexer.OpUpsert, Obj: pod("a", "p1", "10", "zzz")},
-		{Type: boltindexer.OpDelete, Obj: pod("a", "p2", "9", "")},
-		{Type: boltindexer.OpDelete, Obj: pod("a", "nope", "13", "")},
+		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "12", testutil.Label("app", "p1"), testutil.Node("zzz"))},
+		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "10", testutil.Label("app", "p1"), testutil.Node("zzz"))},
+		{Type: boltindexer.OpDelete, Obj: testutil.Pod("a", "p2", "9", testutil.Label("app", "p2"), testutil.Node(""))},
+		{Type: boltindexer.OpDelete, Obj: testutil.Pod("a", "nope", "13", testutil.Label("app", "nope"), testutil.Node(""))},
 	}, "11")
 	if err != nil {
 		t.Fatal(err)
@@ -77,8 +71,8 @@ func TestApplyWatermarkAndNoRegression(t *testing.T) {
 	}
 	// A newer delete and a tombstone apply.
 	chs, err = s.Apply([]boltindexer.Op{
-		{Type: boltindexer.OpDelete, Obj: pod("a", "p2", "13", "")},
-		{Type: boltindexer.OpDelete, Obj: cache.DeletedFinalStateUnknown{Key: "a/p1", Obj: pod("a", "p1", "1", "")}},
+		{Type: boltindexer.OpDelete, Obj: testutil.Pod("a", "p2", "13", testutil.Label("app", "p2"), testutil.Node(""))},
+		{Type: boltindexer.OpDelete, Obj: cache.DeletedFinalStateUnknown{Key: "a/p1", Obj: testutil.Pod("a", "p1", "1", testutil.Label("app", "p1"), testutil.Node(""))}},
 	}, "14")
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +91,7 @@ func TestApplyWatermarkAndNoRegression(t *testing.T) {
 func TestApplyBadInputWritesNothing(t *testing.T) {
 	s := boltindexertest.Open(t, "pods", podOpts())
 	_, err := s.Apply([]boltindexer.Op{
-		{Type: boltindexer.OpUpsert, Obj: pod("a", "p1", "10", "n1")},
+		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "10", testutil.Label("app", "p1"), testutil.Node("n1"))},
 		{Type: boltindexer.OpUpsert, Obj: "no metadata"},
 	}, "10")
 	var keyErr cache.KeyError
@@ -115,7 +109,7 @@ func TestApplyBadInputWritesNothing(t *testing.T) {
 	if err := s.AddIndexers(failing); err != nil {
 		t.Fatal(err) // empty store: nothing to index yet
 	}
-	if err := s.Add(pod("a", "p1", "1", "")); !errors.Is(err, boltindexer.ErrIndexFunc) {
+	if err := s.Add(testutil.Pod("a", "p1", "1", testutil.Label("app", "p1"), testutil.Node(""))); !errors.Is(err, boltindexer.ErrIndexFunc) {
 		t.Fatalf("want ErrIndexFunc, got %v", err)
 	}
 	if n, _ := s.Len(); n != 0 {
@@ -127,7 +121,7 @@ func TestInvalidIndexValue(t *testing.T) {
 	s := boltindexertest.Open(t, "pods", boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: cache.Indexers{
 		"nul": func(obj interface{}) ([]string, error) { return []string{"a\x00b"}, nil },
 	}})
-	if err := s.Add(pod("a", "p", "1", "")); !errors.Is(err, boltindexer.ErrInvalidIndexValue) {
+	if err := s.Add(testutil.Pod("a", "p", "1", testutil.Label("app", "p"), testutil.Node(""))); !errors.Is(err, boltindexer.ErrInvalidIndexValue) {
 		t.Fatalf("want ErrInvalidIndexValue, got %v", err)
 	}
 }
@@ -135,11 +129,11 @@ func TestInvalidIndexValue(t *testing.T) {
 func TestPagedRelist(t *testing.T) {
 	s := boltindexertest.Open(t, "pods", podOpts())
 	if err := s.Replace([]interface{}{
-		pod("a", "keep", "5", "n1"), pod("a", "change", "6", "n1"), pod("a", "gone", "7", "n1"), pod("b", "gone2", "8", "n2"),
+		testutil.Pod("a", "keep", "5", testutil.Label("app", "keep"), testutil.Node("n1")), testutil.Pod("a", "change", "6", testutil.Label("app", "change"), testutil.Node("n1")), testutil.Pod("a", "gone", "7", testutil.Label("app", "gone"), testutil.Node("n1")), testutil.Pod("b", "gone2", "8", testutil.Label("app", "gone2"), testutil.Node("n2")),
 	}, "8"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApplyListPage(upserts(pod("a", "x", "1", ""))); !errors.Is(err, boltindexer.ErrNoRelist) {
+	if _, err := s.ApplyListPage(upserts(testutil.Pod("a", "x", "1", testutil.Label("app", "x"), testutil.Node("")))); !errors.Is(err, boltindexer.ErrNoRelist) {
 		t.Fatalf("page without BeginRelist: %v", err)
 	}
 	if err := s.BeginRelist("410 Gone"); err != nil {
@@ -152,11 +146,11 @@ func TestPagedRelist(t *testing.T) {
 	if _, err := s.Apply(nil, "100"); err != nil {
 		t.Fatal(err)
 	}
-	page1, err := s.ApplyListPage(upserts(pod("a", "change", "20", "n3"), pod("a", "keep", "5", "n1")))
+	page1, err := s.ApplyListPage(upserts(testutil.Pod("a", "change", "20", testutil.Label("app", "change"), testutil.Node("n3")), testutil.Pod("a", "keep", "5", testutil.Label("app", "keep"), testutil.Node("n1"))))
 	if err != nil {
 		t.Fatal(err)
 	}
-	page2, err := s.ApplyListPage(upserts(pod("c", "new", "21", "n1")))
+	page2, err := s.ApplyListPage(upserts(testutil.Pod("c", "new", "21", testutil.Label("app", "new"), testutil.Node("n1"))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,20 +188,20 @@ func TestPagedRelist(t *testing.T) {
 
 func TestRestartedRelistForgetsSeenKeys(t *testing.T) {
 	s := boltindexertest.Open(t, "pods", podOpts())
-	if err := s.Replace([]interface{}{pod("a", "p1", "5", ""), pod("a", "p2", "6", "")}, "6"); err != nil {
+	if err := s.Replace([]interface{}{testutil.Pod("a", "p1", "5", testutil.Label("app", "p1"), testutil.Node("")), testutil.Pod("a", "p2", "6", testutil.Label("app", "p2"), testutil.Node(""))}, "6"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.BeginRelist("first"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApplyListPage(upserts(pod("a", "p1", "5", ""), pod("a", "p2", "6", ""))); err != nil {
+	if _, err := s.ApplyListPage(upserts(testutil.Pod("a", "p1", "5", testutil.Label("app", "p1"), testutil.Node("")), testutil.Pod("a", "p2", "6", testutil.Label("app", "p2"), testutil.Node("")))); err != nil {
 		t.Fatal(err)
 	}
 	// The continue token expired: the list restarts and p2 is gone by now.
 	if err := s.BeginRelist("restart"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApplyListPage(upserts(pod("a", "p1", "5", ""))); err != nil {
+	if _, err := s.ApplyListPage(upserts(testutil.Pod("a", "p1", "5", testutil.Label("app", "p1"), testutil.Node("")))); err != nil {
 		t.Fatal(err)
 	}
 	dels, err := s.FinishRelist("9")
@@ -228,7 +222,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 	}
 	var list []interface{}
 	for i := 0; i < 300; i++ {
-		list = append(list, pod(fmt.Sprint("ns", i%7), fmt.Sprint("p", i), strconv.Itoa(100+i), fmt.Sprint("n", i%5)))
+		list = append(list, testutil.Pod(fmt.Sprint("ns", i%7), fmt.Sprint("p", i), strconv.Itoa(100+i), testutil.Label("app", fmt.Sprint("p", i)), testutil.Node(fmt.Sprint("n", i%5))))
 	}
 	relist(t, s, list, "400")
 	before := snapshotStore(t, s)
@@ -287,7 +281,7 @@ func TestIdentityChangeEmptiesStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Replace([]interface{}{pod("a", "p", "3", "n")}, "3"); err != nil {
+	if err := s.Replace([]interface{}{testutil.Pod("a", "p", "3", testutil.Label("app", "p"), testutil.Node("n"))}, "3"); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -317,7 +311,7 @@ func TestIndexVersionChangeRebuilds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	relist(t, s, []interface{}{pod("a", "p1", "1", "n1"), pod("a", "p2", "2", "n2")}, "2")
+	relist(t, s, []interface{}{testutil.Pod("a", "p1", "1", testutil.Label("app", "p1"), testutil.Node("n1")), testutil.Pod("a", "p2", "2", testutil.Label("app", "p2"), testutil.Node("n2"))}, "2")
 	s.Close()
 	// "node" now indexes by namespace+node (version tag v2); "old" is gone.
 	opts.Indexers = cache.Indexers{"node": func(obj interface{}) ([]string, error) {
@@ -350,7 +344,7 @@ func TestStreamingReads(t *testing.T) {
 	s := boltindexertest.Open(t, "pods", podOpts())
 	var list []interface{}
 	for i := 0; i < 1000; i++ {
-		list = append(list, pod("ns", fmt.Sprintf("p%04d", i), strconv.Itoa(i+1), fmt.Sprint("n", i%3)))
+		list = append(list, testutil.Pod("ns", fmt.Sprintf("p%04d", i), strconv.Itoa(i+1), testutil.Label("app", fmt.Sprintf("p%04d", i)), testutil.Node(fmt.Sprint("n", i%3))))
 	}
 	if err := s.Replace(list, "1000"); err != nil {
 		t.Fatal(err)
@@ -366,7 +360,7 @@ func TestStreamingReads(t *testing.T) {
 		n++
 		// Writing from inside the callback must not deadlock.
 		if n == 300 {
-			return s.Add(pod("zz", "late", "2000", "n0"))
+			return s.Add(testutil.Pod("zz", "late", "2000", testutil.Label("app", "late"), testutil.Node("n0")))
 		}
 		return nil
 	}); err != nil {

@@ -12,9 +12,11 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"k8s.io/client-go/tools/cache"
+
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
-	"k8s.io/client-go/tools/cache"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 func TestOpenRefusesBadFiles(t *testing.T) {
@@ -87,10 +89,10 @@ func TestCorruptRecordIsAnErrorNotAPanic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Add(pod("a", "p", "1", "n1")); err != nil {
+	if err := s.Add(testutil.Pod("a", "p", "1", testutil.Label("app", "p"), testutil.Node("n1"))); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Add(pod("a", "q", "2", "n1")); err != nil {
+	if err := s.Add(testutil.Pod("a", "q", "2", testutil.Label("app", "q"), testutil.Node("n1"))); err != nil {
 		t.Fatal(err)
 	}
 	// Corrupt one record behind the store's back, and flip one byte in
@@ -124,14 +126,14 @@ func TestCorruptRecordIsAnErrorNotAPanic(t *testing.T) {
 		!strings.Contains(err.Error(), "pods") || !strings.Contains(err.Error(), "a/q") {
 		t.Fatalf("a flipped byte: want a checksum ErrCorruptRecord naming store and key, got %v", err)
 	}
-	if err := s.Update(pod("a", "q", "4", "n1")); err != nil {
+	if err := s.Update(testutil.Pod("a", "q", "4", testutil.Label("app", "q"), testutil.Node("n1"))); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Verify(); !errors.Is(err, boltindexer.ErrInconsistent) {
 		t.Fatalf("Verify should report the corrupt record, got %v", err)
 	}
 	// Overwriting the corrupt record repairs the store, index entries included.
-	if err := s.Update(pod("a", "p", "3", "n2")); err != nil {
+	if err := s.Update(testutil.Pod("a", "p", "3", testutil.Label("app", "p"), testutil.Node("n2"))); err != nil {
 		t.Fatal(err)
 	}
 	if keys, _ := s.IndexKeys("node", "n1"); fmt.Sprint(keys) != "[a/q]" {
@@ -168,16 +170,24 @@ func TestClientGoWritesLeaveTheWatermark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	relist(t, s, []interface{}{pod("a", "p", "50", "n1")}, "100")
+	relist(t, s, []interface{}{testutil.Pod("a", "p", "50", testutil.Label("app", "p"), testutil.Node("n1"))}, "100")
 	var idx cache.Indexer = s
 	writes := []struct {
 		what string
 		fn   func() error
 	}{
-		{"Add of an object at RV 999999", func() error { return idx.Add(pod("a", "q", "999999", "n1")) }},
-		{"Update with an older object", func() error { return idx.Update(pod("a", "p", "7", "n2")) }},
-		{"Delete", func() error { return idx.Delete(pod("a", "q", "1000000", "n1")) }},
-		{"Replace at RV 5", func() error { return idx.Replace([]interface{}{pod("a", "r", "5", "n1")}, "5") }},
+		{"Add of an object at RV 999999", func() error {
+			return idx.Add(testutil.Pod("a", "q", "999999", testutil.Label("app", "q"), testutil.Node("n1")))
+		}},
+		{"Update with an older object", func() error {
+			return idx.Update(testutil.Pod("a", "p", "7", testutil.Label("app", "p"), testutil.Node("n2")))
+		}},
+		{"Delete", func() error {
+			return idx.Delete(testutil.Pod("a", "q", "1000000", testutil.Label("app", "q"), testutil.Node("n1")))
+		}},
+		{"Replace at RV 5", func() error {
+			return idx.Replace([]interface{}{testutil.Pod("a", "r", "5", testutil.Label("app", "r"), testutil.Node("n1"))}, "5")
+		}},
 		{"Bookmark 888888", func() error { idx.Bookmark("888888"); return nil }},
 	}
 	for _, w := range writes {

@@ -10,9 +10,10 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // listWatchSource is client-go's fake ListerWatcher, marked as not
@@ -20,10 +21,6 @@ import (
 type listWatchSource struct{ *fcache.FakeControllerSource }
 
 func (listWatchSource) IsWatchListSemanticsUnSupported() bool { return true }
-
-func pod(name string) *v1.Pod {
-	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
-}
 
 // deltaLog records the Deltas a controller processes, flattened: how they
 // are batched depends on timing, their order does not.
@@ -72,7 +69,7 @@ func runController(t *testing.T, queue cache.Queue) []string {
 	t.Helper()
 	source := fcache.NewFakeControllerSource()
 	for _, name := range []string{"a", "b", "c"} {
-		source.Add(pod(name))
+		source.Add(testutil.Pod("ns", name, ""))
 	}
 	log := &deltaLog{}
 	ctrl := cache.New(&cache.Config{
@@ -106,9 +103,9 @@ func runController(t *testing.T, queue cache.Queue) []string {
 		}
 	}
 	waitFor("HasSynced", ctrl.HasSynced)
-	source.Add(pod("d"))
-	source.Modify(pod("a"))
-	source.Delete(pod("b"))
+	source.Add(testutil.Pod("ns", "d", ""))
+	source.Modify(testutil.Pod("ns", "a", ""))
+	source.Delete(testutil.Pod("ns", "b", ""))
 	waitFor("the watch events", func() bool { return len(log.snapshot()) >= 4 })
 	return log.snapshot()
 }

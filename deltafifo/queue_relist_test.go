@@ -2,6 +2,7 @@ package deltafifo
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -336,19 +337,7 @@ func TestClosedQueueDrainsAndRefusesRelists(t *testing.T) {
 		}
 		must(t, err)
 	}
-	if want := []cache.DeltaType{ListStart, cache.Added}; !equalTypes(got, want) {
+	if want := []cache.DeltaType{ListStart, cache.Added}; !slices.Equal(got, want) {
 		t.Errorf("drained %v, want %v", got, want)
 	}
-}
-
-func equalTypes(a, b []cache.DeltaType) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -2,6 +2,7 @@ package deltafifo
 
 import (
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 
@@ -50,21 +51,9 @@ func TestBatchSizeOption(t *testing.T) {
 			t.Errorf("a pop of %d Deltas went to the %v function", len(p.deltas), map[bool]string{true: "single", false: "batch"}[p.single])
 		}
 	}
-	if want := []int{3, 3, 1}; !equalInts(sizes, want) {
+	if want := []int{3, 3, 1}; !slices.Equal(sizes, want) {
 		t.Errorf("batch sizes %v, want %v", sizes, want)
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestQueueKeyOf(t *testing.T) {
@@ -179,24 +168,12 @@ func TestQueueMetrics(t *testing.T) {
 	metrics.mu.Lock()
 	defer metrics.mu.Unlock()
 	// Added, Bookmark, ListStart, the page; then a pop of each.
-	if want := []float64{1, 2, 3, 5, 4, 3, 2, 0}; !equalFloats(metrics.depths, want) {
+	if want := []float64{1, 2, 3, 5, 4, 3, 2, 0}; !slices.Equal(metrics.depths, want) {
 		t.Errorf("depth gauge went %v, want %v", metrics.depths, want)
 	}
 	if metrics.latencies != 4 {
 		t.Errorf("%d processing latencies observed, want 4", metrics.latencies)
 	}
-}
-
-func equalFloats(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func TestUnlockWhileProcessingLetsProducersIn(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/factory"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 func openCache(t *testing.T) (*boltinformer.Cache, string) {
@@ -33,32 +34,34 @@ func openCache(t *testing.T) (*boltinformer.Cache, string) {
 	return c, path
 }
 
-func pod(ns, name string, lbls map[string]string) *v1.Pod {
-	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls, ResourceVersion: "1"}}
+// startFactory starts f's informers and waits for their sync; when the
+// test ends it stops them and closes c.
+func startFactory(t *testing.T, c *boltinformer.Cache, f informers.SharedInformerFactory) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	f.StartWithContext(ctx)
+	t.Cleanup(func() {
+		cancel()
+		f.Shutdown()
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	if err := f.WaitForCacheSyncWithContext(ctx).AsError(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestTypedFactoryFake runs the generated Pods informer and lister of a
 // factory on a fake clientset.
 func TestTypedFactoryFake(t *testing.T) {
 	c, _ := openCache(t)
-	client := fake.NewClientset(pod("a", "p1", map[string]string{"app": "web"}), pod("a", "p2", nil), pod("b", "p3", map[string]string{"app": "web"}))
+	client := fake.NewClientset(testutil.Pod("a", "p1", "1", testutil.Label("app", "web")), testutil.Pod("a", "p2", "1"), testutil.Pod("b", "p3", "1", testutil.Label("app", "web")))
 	f := factory.NewSharedInformerFactoryWithOptions(c, client, 0, factory.WithNamespace("a"),
 		factory.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "app=web" }))
 	pods := f.Core().V1().Pods()
 	inf := pods.Informer()
-	ctx, cancel := context.WithCancel(context.Background())
-	f.StartWithContext(ctx)
-	defer func() {
-		cancel()
-		f.Shutdown()
-		if err := c.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
-	res := f.WaitForCacheSyncWithContext(ctx)
-	if err := res.AsError(); err != nil {
-		t.Fatal(err)
-	}
+	startFactory(t, c, f)
 	got, err := pods.Lister().List(labels.Everything())
 	if err != nil {
 		t.Fatal(err)
@@ -135,18 +138,7 @@ func TestClusterScopedIgnoresNamespace(t *testing.T) {
 	if name := f.InformerFor(&v1.Node{}, nil).(*boltinformer.Informer).Name(); name != "Node.v1" {
 		t.Fatalf("store %s, want Node.v1", name)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	f.StartWithContext(ctx)
-	defer func() {
-		cancel()
-		f.Shutdown()
-		if err := c.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
-	if err := f.WaitForCacheSyncWithContext(ctx).AsError(); err != nil {
-		t.Fatal(err)
-	}
+	startFactory(t, c, f)
 	if _, err := nodes.Lister().Get("n1"); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +173,7 @@ func TestSameScopeTwiceOnOneCache(t *testing.T) {
 // stored objects and names the store.
 func TestTransformNamesStoreAndApplies(t *testing.T) {
 	c, _ := openCache(t)
-	client := fake.NewClientset(pod("a", "p1", map[string]string{"app": "web"}))
+	client := fake.NewClientset(testutil.Pod("a", "p1", "1", testutil.Label("app", "web")))
 	strip := func(obj interface{}) (interface{}, error) {
 		if p, ok := obj.(*v1.Pod); ok {
 			p.Labels = nil
@@ -193,18 +185,7 @@ func TestTransformNamesStoreAndApplies(t *testing.T) {
 	if name := f.InformerFor(&v1.Pod{}, nil).(*boltinformer.Informer).Name(); name != `Pod.v1{transform="strip-labels"}` {
 		t.Fatalf("store %s", name)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	f.StartWithContext(ctx)
-	defer func() {
-		cancel()
-		f.Shutdown()
-		if err := c.Close(); err != nil {
-			t.Error(err)
-		}
-	}()
-	if err := f.WaitForCacheSyncWithContext(ctx).AsError(); err != nil {
-		t.Fatal(err)
-	}
+	startFactory(t, c, f)
 	p, err := pods.Lister().Pods("a").Get("p1")
 	if err != nil {
 		t.Fatal(err)

@@ -13,14 +13,16 @@ import (
 
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations"
+	"github.com/boltinformer/boltinformer/migrations/migrationstest"
 )
 
 // fragmentedFile writes n pods through boltindexer and deletes all but
 // keep of them, leaving free pages; it returns the surviving pods.
 func fragmentedFile(t testing.TB, path string, n, keep int) []storeSpec {
 	t.Helper()
-	s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
+	s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func fragmentedFile(t testing.TB, path string, n, keep int) []storeSpec {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return []storeSpec{{name: "pods", example: &v1.Pod{}, indexers: podIndexers(), rv: "77", objects: objs[:keep]}}
+	return []storeSpec{{name: "pods", example: &v1.Pod{}, indexers: testutil.PodIndexers(), rv: "77", objects: objs[:keep]}}
 }
 
 func compactOpts() migrations.CompactOptions {
@@ -54,7 +56,7 @@ func compactOpts() migrations.CompactOptions {
 func TestCompactInPlace(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	want := fragmentedFile(t, path, 2000, 100)
-	before := dump(t, path)
+	before := migrationstest.Dump(t, path)
 	rep, err := migrations.Compact(path, "", compactOpts())
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +65,7 @@ func TestCompactInPlace(t *testing.T) {
 	if rep.SizeAfter*2 > rep.SizeBefore {
 		t.Fatalf("compaction reclaimed little: %d → %d bytes", rep.SizeBefore, rep.SizeAfter)
 	}
-	if d := diffDumps(before, dump(t, path)); d != "" {
+	if d := migrationstest.DiffDumps(before, migrationstest.Dump(t, path)); d != "" {
 		t.Fatalf("compaction changed the content:\n%s", d)
 	}
 	if got := leftovers(t, path); len(got) != 0 {
@@ -75,11 +77,11 @@ func TestCompactInPlace(t *testing.T) {
 func TestCompactV0File(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	writeV0(t, path, v0Stores(50)...)
-	before := dump(t, path)
+	before := migrationstest.Dump(t, path)
 	if _, err := migrations.Compact(path, path, compactOpts()); err != nil {
 		t.Fatal(err)
 	}
-	if d := diffDumps(before, dump(t, path)); d != "" {
+	if d := migrationstest.DiffDumps(before, migrationstest.Dump(t, path)); d != "" {
 		t.Fatalf("compaction changed the content:\n%s", d)
 	}
 }
@@ -88,13 +90,13 @@ func TestCompactToAnotherFile(t *testing.T) {
 	dir := t.TempDir()
 	src, dst := filepath.Join(dir, "cache.db"), filepath.Join(dir, "compact.db")
 	want := fragmentedFile(t, src, 600, 50)
-	srcBefore := stateOf(t, src)
-	content := dump(t, src)
+	srcBefore := testutil.StatFile(t, src)
+	content := migrationstest.Dump(t, src)
 
 	if _, err := migrations.Compact(src, dst, compactOpts()); err != nil {
 		t.Fatal(err)
 	}
-	if !stateOf(t, src).equal(srcBefore) {
+	if testutil.StatFile(t, src) != srcBefore {
 		t.Fatal("compacting to another file changed the source")
 	}
 	verifyV1(t, dst, want)
@@ -114,7 +116,7 @@ func TestCompactToAnotherFile(t *testing.T) {
 	if _, err := migrations.Compact(src, dst, o); err != nil {
 		t.Fatal(err)
 	}
-	if d := diffDumps(content, dump(t, dst)); d != "" {
+	if d := migrationstest.DiffDumps(content, migrationstest.Dump(t, dst)); d != "" {
 		t.Fatalf("forced compaction wrote other content:\n%s", d)
 	}
 
@@ -158,7 +160,7 @@ func TestCompactRefusesDamagedSource(t *testing.T) {
 		v[len(v)/2] ^= 0x10
 		return b.Objects.Put(append([]byte(nil), k...), v)
 	})
-	before := stateOf(t, path)
+	before := testutil.StatFile(t, path)
 	dst := filepath.Join(dir, "compacted.db")
 	_, err := migrations.Compact(path, dst, compactOpts())
 	if !errors.Is(err, migrations.ErrCheckFailed) || !strings.Contains(err.Error(), "checksum") {
@@ -167,7 +169,7 @@ func TestCompactRefusesDamagedSource(t *testing.T) {
 	if _, err := os.Stat(dst); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("compaction of a damaged file created %s: %v", dst, err)
 	}
-	if !stateOf(t, path).equal(before) {
+	if testutil.StatFile(t, path) != before {
 		t.Fatal("a refused compaction changed the source")
 	}
 	if got := leftovers(t, path); len(got) != 0 {

@@ -1,13 +1,9 @@
 package migrations_test
 
 import (
-	"crypto/sha256"
 	"fmt"
-	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,33 +18,12 @@ import (
 
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
 )
 
 // fixedNow is the clock of every migration in these tests.
 var fixedNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-
-func podIndexers() cache.Indexers {
-	return cache.Indexers{
-		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
-		"node": func(obj interface{}) ([]string, error) {
-			return []string{obj.(*v1.Pod).Spec.NodeName}, nil
-		},
-		"labels": func(obj interface{}) ([]string, error) {
-			var out []string
-			for k, v := range obj.(*v1.Pod).Labels {
-				out = append(out, k+"="+v)
-			}
-			return out, nil
-		},
-		"none-or-app": func(obj interface{}) ([]string, error) {
-			if app, ok := obj.(*v1.Pod).Labels["app"]; ok {
-				return []string{app, app, "any"}, nil
-			}
-			return nil, nil
-		},
-	}
-}
 
 func nodeIndexers() cache.Indexers {
 	return cache.Indexers{
@@ -113,7 +88,7 @@ func customResources(n int) []runtime.Object {
 // v0Stores is the fixture most tests start from: three stores, one per codec.
 func v0Stores(nPods int) []migrationstest.V0Store {
 	return []migrationstest.V0Store{
-		{Name: "pods", RV: strconv.Itoa(nPods), Objects: pods(nPods, 0), Indexers: podIndexers()},
+		{Name: "pods", RV: strconv.Itoa(nPods), Objects: pods(nPods, 0), Indexers: testutil.PodIndexers()},
 		{Name: "nodes", RV: "600", Objects: nodes(5), Indexers: nodeIndexers()},
 		{Name: "widgets", Objects: customResources(4), Indexers: crIndexers()},
 	}
@@ -198,88 +173,6 @@ func verifyV1(t testing.TB, path string, want []storeSpec) {
 	}
 }
 
-// dump lists every bucket and key of a closed file, one line each, in
-// order, so two files can be compared logically.
-func dump(t testing.TB, path string) []string {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		t.Fatalf("dump %s: %v", path, err)
-	}
-	defer db.Close()
-	var out []string
-	var walk func(prefix string, b *bolt.Bucket)
-	walk = func(prefix string, b *bolt.Bucket) {
-		_ = b.ForEach(func(k, v []byte) error {
-			if sub := b.Bucket(k); sub != nil {
-				out = append(out, fmt.Sprintf("%s/%q/", prefix, k))
-				walk(fmt.Sprintf("%s/%q", prefix, k), sub)
-				return nil
-			}
-			out = append(out, fmt.Sprintf("%s/%q=%x", prefix, k, v))
-			return nil
-		})
-	}
-	_ = db.View(func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
-			out = append(out, fmt.Sprintf("%q/", name))
-			walk(fmt.Sprintf("%q", name), b)
-			return nil
-		})
-	})
-	return out
-}
-
-func diffDumps(a, b []string) string {
-	sa, sb := map[string]bool{}, map[string]bool{}
-	for _, l := range a {
-		sa[l] = true
-	}
-	for _, l := range b {
-		sb[l] = true
-	}
-	var d []string
-	for l := range sa {
-		if !sb[l] {
-			d = append(d, "- "+l)
-		}
-	}
-	for l := range sb {
-		if !sa[l] {
-			d = append(d, "+ "+l)
-		}
-	}
-	sort.Strings(d)
-	if len(d) > 20 {
-		d = append(d[:20], fmt.Sprintf("… %d more", len(d)-20))
-	}
-	return strings.Join(d, "\n")
-}
-
-// fileState is a file's content hash and modification time.
-type fileState struct {
-	sum   [32]byte
-	mtime time.Time
-	size  int64
-}
-
-func stateOf(t testing.TB, path string) fileState {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fileState{sum: sha256.Sum256(b), mtime: fi.ModTime(), size: fi.Size()}
-}
-
-func (s fileState) equal(o fileState) bool {
-	return s.sum == o.sum && s.mtime.Equal(o.mtime) && s.size == o.size
-}
-
 // leftovers lists the work files next to path.
 func leftovers(t testing.TB, path string) []string {
 	t.Helper()
@@ -288,24 +181,6 @@ func leftovers(t testing.TB, path string) []string {
 		t.Fatal(err)
 	}
 	return m
-}
-
-func schemaVersionOf(t testing.TB, path string) uint64 {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		t.Fatalf("open %s: %v", path, err)
-	}
-	defer db.Close()
-	var v uint64
-	if err := db.View(func(tx *bolt.Tx) error {
-		var err error
-		v, _, err = cachefile.SchemaVersion(tx)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return v
 }
 
 func u64(v uint64) *uint64 { return &v }
@@ -325,31 +200,4 @@ func listPage(objs []runtime.Object) []boltindexer.Op {
 		ops[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: o}
 	}
 	return ops
-}
-
-func copyFile(t testing.TB, src, dst string) {
-	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dst, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// checkTx runs cachefile.CheckTx (with bbolt's check) on a closed file.
-func checkTx(t testing.TB, path string) {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	_ = db.View(func(tx *bolt.Tx) error {
-		for _, p := range cachefile.CheckTx(tx, cachefile.CheckOptions{}) {
-			t.Errorf("%s: %s", path, p)
-		}
-		return nil
-	})
 }

@@ -1,15 +1,14 @@
 package migrations_test
 
 import (
-	"os"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
-	if role := os.Getenv(crashRoleEnv); role != "" {
-		os.Exit(runCrashChild(role))
-	}
+	testutil.RunChild(crashRoles)
 	goleak.VerifyTestMain(m)
 }

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
 )
@@ -32,7 +33,7 @@ func BenchmarkMigrateV0ToV1(b *testing.B) {
 		objs[i] = rebuildPod(i)
 	}
 	start := time.Now()
-	if err := migrationstest.WriteV0(fixture, migrationstest.V0Store{Name: "pods", RV: strconv.Itoa(n), Objects: objs, Indexers: podIndexers()}); err != nil {
+	if err := migrationstest.WriteV0(fixture, migrationstest.V0Store{Name: "pods", RV: strconv.Itoa(n), Objects: objs, Indexers: testutil.PodIndexers()}); err != nil {
 		b.Fatal(err)
 	}
 	fi, _ := os.Stat(fixture)
@@ -41,7 +42,7 @@ func BenchmarkMigrateV0ToV1(b *testing.B) {
 	runs := 0
 	for b.Loop() {
 		b.StopTimer()
-		copyFile(b, fixture, path)
+		testutil.CopyFile(b, fixture, path)
 		b.StartTimer()
 		if _, err := migrations.Migrate(path, migrations.Options{}); err != nil {
 			b.Fatal(err)

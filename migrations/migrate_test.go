@@ -16,6 +16,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
 )
@@ -72,12 +73,12 @@ func TestMigrateV0ToCurrent(t *testing.T) {
 			_ = db.Close()
 			verifyV1(t, path, specs(stores))
 			// Already current: nothing to do, nothing written.
-			before := stateOf(t, path)
+			before := testutil.StatFile(t, path)
 			rep, err = migrations.Migrate(path, opts())
 			if err != nil || len(rep.Steps) != 0 {
 				t.Fatalf("second migrate: %+v %v", rep, err)
 			}
-			if !stateOf(t, path).equal(before) {
+			if testutil.StatFile(t, path) != before {
 				t.Fatal("a migrate with nothing to do changed the file")
 			}
 		})
@@ -91,7 +92,7 @@ func TestMigrateRoundTrip(t *testing.T) {
 	t.Run("v0 to v1 to v0", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "cache.db")
 		writeV0(t, path, v0Stores(200)...)
-		orig := dump(t, path)
+		orig := migrationstest.Dump(t, path)
 		if _, err := migrations.Migrate(path, opts()); err != nil {
 			t.Fatal(err)
 		}
@@ -104,13 +105,13 @@ func TestMigrateRoundTrip(t *testing.T) {
 		if len(rep.Steps) != 2 || !rep.Steps[0].Revert || !rep.Steps[1].Revert || rep.Steps[0].From != cachefile.Version || rep.Steps[1].To != 0 {
 			t.Fatalf("report %+v", rep)
 		}
-		if d := diffDumps(orig, dump(t, path)); d != "" {
+		if d := migrationstest.DiffDumps(orig, migrationstest.Dump(t, path)); d != "" {
 			t.Fatalf("v0 → v1 → v0 changed the file:\n%s", d)
 		}
 	})
 	t.Run("v1 to v0 to v1", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "cache.db")
-		s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
+		s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -130,13 +131,13 @@ func TestMigrateRoundTrip(t *testing.T) {
 		if _, err := migrations.Migrate(path, o); err != nil {
 			t.Fatal(err)
 		}
-		if v := schemaVersionOf(t, path); v != 0 {
+		if v := migrationstest.SchemaVersion(t, path); v != 0 {
 			t.Fatalf("reverted file is v%d", v)
 		}
 		if _, err := migrations.Migrate(path, opts()); err != nil {
 			t.Fatal(err)
 		}
-		verifyV1(t, path, []storeSpec{{name: "pods", example: &v1.Pod{}, indexers: podIndexers(), rv: "1150", objects: objs}})
+		verifyV1(t, path, []storeSpec{{name: "pods", example: &v1.Pod{}, indexers: testutil.PodIndexers(), rv: "1150", objects: objs}})
 	})
 }
 
@@ -145,7 +146,7 @@ func TestMigrateRoundTrip(t *testing.T) {
 // objects the relist was about to delete.
 func TestRevertRelistingStore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
-	s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
+	s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestRevertRelistingStore(t *testing.T) {
 	if _, err := migrations.Migrate(path, opts()); err != nil {
 		t.Fatal(err)
 	}
-	verifyV1(t, path, []storeSpec{{name: "pods", example: &v1.Pod{}, indexers: podIndexers(), rv: "", objects: objs}})
+	verifyV1(t, path, []storeSpec{{name: "pods", example: &v1.Pod{}, indexers: testutil.PodIndexers(), rv: "", objects: objs}})
 }
 
 // TestMigrateRefusesBadFiles: nothing is written to a file a migration
@@ -240,7 +241,7 @@ func TestMigrateRefusesBadFiles(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cache.db")
 			tc.setup(t, path)
-			before := stateOf(t, path)
+			before := testutil.StatFile(t, path)
 			for _, run := range []struct {
 				name string
 				fn   func(string, migrations.Options) (migrations.Report, error)
@@ -253,7 +254,7 @@ func TestMigrateRefusesBadFiles(t *testing.T) {
 					t.Fatalf("%s: error %q should name %s and say %q", run.name, err, path, tc.msg)
 				}
 			}
-			if !stateOf(t, path).equal(before) {
+			if testutil.StatFile(t, path) != before {
 				t.Fatal("the refused file changed")
 			}
 			if got := leftovers(t, path); len(got) != 0 {

@@ -11,7 +11,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations"
+	"github.com/boltinformer/boltinformer/migrations/migrationstest"
 )
 
 type planStep struct {
@@ -80,11 +82,11 @@ func TestPlan(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cache.db")
 			tc.setup(t, path)
-			before := stateOf(t, path)
+			before := testutil.StatFile(t, path)
 			o := opts()
 			o.Target = tc.target
 			rep, err := migrations.Plan(path, o)
-			if !stateOf(t, path).equal(before) {
+			if testutil.StatFile(t, path) != before {
 				t.Fatal("Plan changed the file")
 			}
 			if tc.wantErr != nil {
@@ -95,7 +97,7 @@ func TestPlan(t *testing.T) {
 				if _, err := migrations.Migrate(path, o); !errors.Is(err, tc.wantErr) {
 					t.Fatalf("migrate err %v, want %v", err, tc.wantErr)
 				}
-				if !stateOf(t, path).equal(before) {
+				if testutil.StatFile(t, path) != before {
 					t.Fatal("a refused Migrate changed the file")
 				}
 				return
@@ -125,7 +127,7 @@ func TestPlan(t *testing.T) {
 				t.Fatalf("migrate ran %v to v%d, plan said %v to v%d", mrep.Steps, mrep.To, rep.Steps, rep.To)
 			}
 			if !tc.empty {
-				if v := schemaVersionOf(t, path); v != rep.To {
+				if v := migrationstest.SchemaVersion(t, path); v != rep.To {
 					t.Fatalf("file is v%d after migrating to v%d", v, rep.To)
 				}
 			}

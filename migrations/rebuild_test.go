@@ -16,6 +16,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // Index definition changes are not schema steps: boltindexer rebuilds an
@@ -77,7 +78,7 @@ func writeRebuildFixture(tb testing.TB, path string, n int) int {
 }
 
 func rebuildOpts(versions map[string]string) boltindexer.StoreOptions {
-	return boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers(), IndexVersions: versions}
+	return boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers(), IndexVersions: versions}
 }
 
 // reopen opens the store with versions and returns what opening rebuilt

@@ -8,7 +8,9 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations"
+	"github.com/boltinformer/boltinformer/migrations/migrationstest"
 )
 
 // writeV1 makes a schema v1 file the way a v1 build left it: a v0 fixture
@@ -22,7 +24,7 @@ func writeV1(t testing.TB, path string, nPods int) []storeSpec {
 	if _, err := migrations.Migrate(path, o); err != nil {
 		t.Fatal(err)
 	}
-	if v := schemaVersionOf(t, path); v != 1 {
+	if v := migrationstest.SchemaVersion(t, path); v != 1 {
 		t.Fatalf("fixture is v%d", v)
 	}
 	return specs(stores)
@@ -38,7 +40,7 @@ func TestMigrateV1ToV2AndBack(t *testing.T) {
 	if _, err := cachefile.Open(path, cachefile.Options{NoSync: true}); !errors.Is(err, cachefile.ErrNeedsMigration) {
 		t.Fatalf("a v1 file: want ErrNeedsMigration, got %v", err)
 	}
-	v1Dump := dump(t, path)
+	v1Dump := migrationstest.Dump(t, path)
 	rep, err := migrations.Migrate(path, opts())
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +76,7 @@ func TestMigrateV1ToV2AndBack(t *testing.T) {
 	if len(rep.Steps) != 1 || !rep.Steps[0].Revert || rep.To != 1 {
 		t.Fatalf("revert report %+v", rep)
 	}
-	if d := diffDumps(v1Dump, dump(t, path)); d != "" {
+	if d := migrationstest.DiffDumps(v1Dump, migrationstest.Dump(t, path)); d != "" {
 		t.Fatalf("the revert does not give back the v1 file:\n%s", d)
 	}
 	if _, err := cachefile.Open(path, cachefile.Options{ReadOnly: true}); !errors.Is(err, cachefile.ErrNeedsMigration) {
@@ -119,13 +121,13 @@ func TestRevertRefusesEncryptedRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := stateOf(t, path)
+	before := testutil.StatFile(t, path)
 	o := opts()
 	o.Target = u64(1)
 	if _, err := migrations.Migrate(path, o); !errors.Is(err, migrations.ErrIrreversible) {
 		t.Fatalf("want ErrIrreversible, got %v", err)
 	}
-	if !stateOf(t, path).equal(before) {
+	if testutil.StatFile(t, path) != before {
 		t.Fatal("a refused revert changed the file")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // TestSlowHandlerDoesNotBlockOthers: a handler stuck in its first call holds
@@ -37,7 +39,7 @@ func TestSlowHandlerDoesNotBlockOthers(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Distribute blocked on a slow handler")
 	}
-	eventually(t, func() bool { return fast.Len() == n }, "the fast handler to get every notification")
+	testutil.Eventually(t, "the fast handler to get every notification", waitTimeout, func() bool { return fast.Len() == n })
 	if got := fast.Events(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("fast handler got %v, want %v", got, want)
 	}
@@ -50,7 +52,7 @@ func TestSlowHandlerDoesNotBlockOthers(t *testing.T) {
 	}
 
 	close(unblock)
-	eventually(t, func() bool { return slow.Len() == n }, "the slow handler to catch up")
+	testutil.Eventually(t, "the slow handler to catch up", waitTimeout, func() bool { return slow.Len() == n })
 	if got := slow.Events(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("slow handler got %v, want %v", got, want)
 	}
@@ -91,7 +93,7 @@ func TestOrderPreservedPerHandler(t *testing.T) {
 		p.Distribute(note)
 	}
 	for i, r := range recs {
-		eventually(t, func() bool { return r.Len() >= n }, fmt.Sprintf("handler %d to get %d notifications", i, n))
+		testutil.Eventually(t, fmt.Sprintf("handler %d to get %d notifications", i, n), waitTimeout, func() bool { return r.Len() >= n })
 		if got := r.Events(); !reflect.DeepEqual(got, want) {
 			t.Fatalf("handler %d: order or content differs: first difference at %d", i, firstDifference(got, want))
 		}
@@ -125,7 +127,7 @@ func TestRingBufferGrowth(t *testing.T) {
 		t.Fatalf("Len() = %d while blocked, want %d", got, n-1)
 	}
 	close(unblock)
-	eventually(t, func() bool { return l.Len() == 0 }, "the backlog to drain")
+	testutil.Eventually(t, "the backlog to drain", waitTimeout, func() bool { return l.Len() == 0 })
 	// Len reaches 0 when the last call starts; Run returns after it ended.
 	stop()
 	if delivered != n || outOfOrder != 0 {

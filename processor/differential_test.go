@@ -10,10 +10,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // keyRecorder records what a handler sees per object key, in order, in a
@@ -78,12 +78,9 @@ func rv(obj any) string {
 	return m.GetResourceVersion()
 }
 
-func pod(i int) *v1.Pod {
-	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{
-		Namespace: "ns",
-		Name:      fmt.Sprintf("pod-%03d", i),
-		UID:       types.UID(fmt.Sprintf("uid-%03d", i)),
-	}}
+// numberedPod is pod i of the differential tests.
+func numberedPod(i int) *v1.Pod {
+	return testutil.Pod("ns", fmt.Sprintf("pod-%03d", i), "", testutil.UID(fmt.Sprintf("uid-%03d", i)))
 }
 
 // TestDifferentialAgainstClientGo feeds the same source to two client-go
@@ -100,7 +97,7 @@ func TestDifferentialAgainstClientGo(t *testing.T) {
 	const initial = 20
 	live := map[int]bool{}
 	for i := range initial {
-		source.Add(pod(i))
+		source.Add(numberedPod(i))
 		live[i] = true
 	}
 
@@ -206,23 +203,23 @@ func TestDifferentialAgainstClientGo(t *testing.T) {
 	// Initial list.
 	settle("initial list", map[string]int{"first": initial, "removed": initial})
 	for name, l := range ours {
-		eventually(t, func() bool { return l.HasSynced() && refRegs[name].HasSynced() }, name+" synced on both sides")
+		testutil.Eventually(t, name+" synced on both sides", waitTimeout, func() bool { return l.HasSynced() && refRegs[name].HasSynced() })
 	}
 
 	// Live changes.
 	changes := 0
 	for i := range 10 {
-		source.Modify(pod(i))
-		source.Modify(pod(i))
+		source.Modify(numberedPod(i))
+		source.Modify(numberedPod(i))
 		changes += 2
 	}
 	for i := 10; i < 15; i++ {
-		source.Delete(pod(i))
+		source.Delete(numberedPod(i))
 		delete(live, i)
 		changes++
 	}
 	for i := initial; i < initial+5; i++ {
-		source.Add(pod(i))
+		source.Add(numberedPod(i))
 		live[i] = true
 		changes++
 	}
@@ -231,7 +228,7 @@ func TestDifferentialAgainstClientGo(t *testing.T) {
 	// A handler joins late; the informer replays the store to it.
 	addBoth("late", true)
 	settle("late join", map[string]int{"late": len(live)})
-	eventually(t, func() bool { return ours["late"].HasSynced() && refRegs["late"].HasSynced() }, "late handler synced on both sides")
+	testutil.Eventually(t, "late handler synced on both sides", waitTimeout, func() bool { return ours["late"].HasSynced() && refRegs["late"].HasSynced() })
 
 	// A handler leaves.
 	if err := ref.RemoveEventHandler(refRegs["removed"]); err != nil {
@@ -240,8 +237,8 @@ func TestDifferentialAgainstClientGo(t *testing.T) {
 	if err := p.RemoveListener(ours["removed"]); err != nil {
 		t.Fatal(err)
 	}
-	source.Modify(pod(0))
-	source.Add(pod(100))
+	source.Modify(numberedPod(0))
+	source.Add(numberedPod(100))
 	live[100] = true
 	settle("after removal", map[string]int{"first": 2, "late": 2})
 
@@ -249,10 +246,10 @@ func TestDifferentialAgainstClientGo(t *testing.T) {
 	// flushed so both reflectors get "too old resource version" and list.
 	// Unchanged objects come back as sync updates, the modified one as an
 	// update, the new one as an add, the vanished one as a tombstone.
-	source.ModifyDropWatch(pod(1))
-	source.DeleteDropWatch(pod(2))
+	source.ModifyDropWatch(numberedPod(1))
+	source.DeleteDropWatch(numberedPod(2))
 	delete(live, 2)
-	source.AddDropWatch(pod(200))
+	source.AddDropWatch(numberedPod(200))
 	live[200] = true
 	source.ResetWatch()
 	settle("relist", map[string]int{"first": len(live) + 1, "late": len(live) + 1})

@@ -9,7 +9,14 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
+
+// waitTimeout bounds every wait on the processor; it is generous because
+// CI machines can be loaded far beyond their cores (it bounds a hang, it
+// measures nothing).
+const waitTimeout = time.Minute
 
 // event is what a recorder saw: one handler call.
 type event struct {
@@ -124,7 +131,7 @@ func runProcessor(t *testing.T, p *Processor) (stop func()) {
 		}
 	}
 	t.Cleanup(stop)
-	eventually(t, p.IsRunning, "processor running")
+	testutil.Eventually(t, "processor running", waitTimeout, p.IsRunning)
 	return stop
 }
 
@@ -141,19 +148,6 @@ func addListener(t *testing.T, p *Processor, h *recorder, opts ListenerOptions) 
 	}
 	l.EndReplay()
 	return l
-}
-
-// eventually waits for cond; the deadline is generous because CI machines
-// can be loaded far beyond their cores (it bounds a hang, it measures nothing).
-func eventually(t *testing.T, cond func() bool, what string) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // never checks that cond stays false for d.

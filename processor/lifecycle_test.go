@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // TestRemoveListenerStopsDelivery: after RemoveListener the handler gets
@@ -36,7 +38,7 @@ func TestRemoveListenerStopsDelivery(t *testing.T) {
 	if err := p.RemoveListener(lr); err != nil {
 		t.Fatalf("RemoveListener: %v", err)
 	}
-	eventually(t, func() bool { return closed(lr.popDone) }, "the removed listener's pop goroutine to exit")
+	testutil.Eventually(t, "the removed listener's pop goroutine to exit", waitTimeout, func() bool { return closed(lr.popDone) })
 	if closed(lr.ShutdownChan()) {
 		t.Fatal("ShutdownChan closed while the handler is still in a call")
 	}
@@ -55,7 +57,7 @@ func TestRemoveListenerStopsDelivery(t *testing.T) {
 	if got := removed.Events(); !reflect.DeepEqual(got, wantRemoved) {
 		t.Fatalf("removed handler got %v, want %v", got, wantRemoved)
 	}
-	eventually(t, func() bool { return kept.Len() == 4 }, "the kept handler to get all four")
+	testutil.Eventually(t, "the kept handler to get all four", waitTimeout, func() bool { return kept.Len() == 4 })
 	if lk.Len() != 0 || p.NumListeners() != 1 {
 		t.Fatalf("kept Len %d, listeners %d; want 0 and 1", lk.Len(), p.NumListeners())
 	}
@@ -134,7 +136,7 @@ func TestRunWaitsForHandlers(t *testing.T) {
 	p.Distribute(Add{Obj: 1})
 	<-inCall
 	cancel()
-	eventually(t, p.IsStopped, "the processor to stop")
+	testutil.Eventually(t, "the processor to stop", waitTimeout, p.IsStopped)
 	if closed(returned) {
 		t.Fatal("Run returned while a handler was still in a call")
 	}
@@ -180,7 +182,7 @@ func TestDistributeBeforeRun(t *testing.T) {
 	never(t, 50*time.Millisecond, func() bool { return closed(distributed) }, "Distribute returned before Run")
 	runProcessor(t, p)
 	<-distributed
-	eventually(t, func() bool { return h.Len() == 1 }, "delivery after Run")
+	testutil.Eventually(t, "delivery after Run", waitTimeout, func() bool { return h.Len() == 1 })
 	if got := h.Events()[0]; got.obj != 1 {
 		t.Fatalf("got %v, want add(1)", got)
 	}
@@ -197,7 +199,7 @@ func TestAddListenerWhileRunning(t *testing.T) {
 	late := &recorder{}
 	addListener(t, p, late, ListenerOptions{})
 	p.Distribute(Add{Obj: 2})
-	eventually(t, func() bool { return early.Len() == 2 && late.Len() == 1 }, "deliveries")
+	testutil.Eventually(t, "deliveries", waitTimeout, func() bool { return early.Len() == 2 && late.Len() == 1 })
 	if got := late.Events()[0]; got.obj != 2 {
 		t.Fatalf("late listener got %v, want add(2)", got)
 	}
@@ -252,10 +254,10 @@ func TestMaxPending(t *testing.T) {
 		p.Distribute(Add{Obj: i})
 	}
 	<-inCall
-	eventually(t, func() bool { return fast.Len() == 5 }, "the fast handler to get all five")
+	testutil.Eventually(t, "the fast handler to get all five", waitTimeout, func() bool { return fast.Len() == 5 })
 	if n := p.MaxPending(); n != 4 {
 		t.Fatalf("MaxPending with the slow handler in its first call = %d, want 4", n)
 	}
 	close(unblock)
-	eventually(t, func() bool { return p.MaxPending() == 0 && slow.Len() == 5 }, "the slow handler to catch up")
+	testutil.Eventually(t, "the slow handler to catch up", waitTimeout, func() bool { return p.MaxPending() == 0 && slow.Len() == 5 })
 }

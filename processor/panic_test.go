@@ -12,6 +12,8 @@ import (
 
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // panicChildEnv makes the test binary run panicChild instead of the tests.
@@ -106,12 +108,12 @@ func TestHandlerPanicWithoutReallyCrash(t *testing.T) {
 
 			p.Distribute(boom)
 			p.Distribute(Add{Obj: "after"})
-			eventually(t, clk.HasWaiters, "the listener to wait out the panic backoff")
+			testutil.Eventually(t, "the listener to wait out the panic backoff", waitTimeout, clk.HasWaiters)
 			never(t, 50*time.Millisecond, func() bool { return h.Len() > 0 }, "delivered during the panic backoff")
 			clk.Step(DefaultPanicBackoff - time.Nanosecond)
 			never(t, 20*time.Millisecond, func() bool { return h.Len() > 0 }, "delivered before the backoff ended")
 			clk.Step(time.Nanosecond)
-			eventually(t, func() bool { return h.Len() == 1 }, "delivery after the panic")
+			testutil.Eventually(t, "delivery after the panic", waitTimeout, func() bool { return h.Len() == 1 })
 			if got := h.Events()[0]; got.obj != "after" {
 				t.Fatalf("got %v, want add(after)", got)
 			}
@@ -121,9 +123,9 @@ func TestHandlerPanicWithoutReallyCrash(t *testing.T) {
 
 			p.Distribute(boom)
 			p.Distribute(Add{Obj: "again"})
-			eventually(t, clk.HasWaiters, "the second backoff")
+			testutil.Eventually(t, "the second backoff", waitTimeout, clk.HasWaiters)
 			clk.Step(DefaultPanicBackoff)
-			eventually(t, func() bool { return h.Len() == 2 }, "delivery after the second panic")
+			testutil.Eventually(t, "delivery after the second panic", waitTimeout, func() bool { return h.Len() == 2 })
 		})
 	}
 }
@@ -145,8 +147,8 @@ func TestPanicInInitialAddLeavesListenerUnsynced(t *testing.T) {
 	p.Distribute(Add{Obj: 1, IsInInitialList: true})
 	p.Distribute(Add{Obj: 2, IsInInitialList: true})
 	up.markSynced()
-	eventually(t, good.HasSynced, "the other listener to sync")
-	eventually(t, func() bool { return panics.Len() == 1 }, "the panic")
+	testutil.Eventually(t, "the other listener to sync", waitTimeout, good.HasSynced)
+	testutil.Eventually(t, "the panic", waitTimeout, func() bool { return panics.Len() == 1 })
 	never(t, 50*time.Millisecond, bad.HasSynced, "synced after a panicking initial add")
 }
 
@@ -165,7 +167,7 @@ func TestNegativePanicBackoff(t *testing.T) {
 	runProcessor(t, p)
 	p.Distribute(Add{Obj: "boom"})
 	p.Distribute(Add{Obj: "after"})
-	eventually(t, func() bool { return h.Len() == 1 }, "delivery without backoff")
+	testutil.Eventually(t, "delivery without backoff", waitTimeout, func() bool { return h.Len() == 1 })
 }
 
 // TestRemoveDuringPanicBackoff: removal cuts a panic backoff short; the
@@ -178,7 +180,7 @@ func TestRemoveDuringPanicBackoff(t *testing.T) {
 	l := addListener(t, p, h, ListenerOptions{})
 	runProcessor(t, p)
 	p.Distribute(Add{Obj: 1})
-	eventually(t, clk.HasWaiters, "the panic backoff")
+	testutil.Eventually(t, "the panic backoff", waitTimeout, clk.HasWaiters)
 	if err := p.RemoveListener(l); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/klog/v2"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // The tables below state client-go's documented behaviour
@@ -178,10 +180,13 @@ func receivers(t *testing.T, p *Processor, recs map[string]*recorder, tag string
 	p.Distribute(Add{Obj: barrier})
 	var got []string
 	for name, r := range recs {
-		eventually(t, func() bool {
-			ev := r.Events()
-			return len(ev) > 0 && ev[len(ev)-1].obj == barrier
-		}, "the barrier to reach "+name)
+		testutil.Eventually(t,
+
+			"the barrier to reach "+name, waitTimeout, func() bool {
+				ev := r.Events()
+				return len(ev) > 0 && ev[len(ev)-1].obj == barrier
+			})
+
 		if slices.ContainsFunc(r.Events(), func(e event) bool { return e.obj == marker }) {
 			got = append(got, name)
 		}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 var _ cache.ResourceEventHandlerRegistration = (*Listener)(nil)
@@ -31,11 +33,11 @@ func TestHasSyncedNeedsUpstreamAndInitialList(t *testing.T) {
 	for i := range 3 {
 		p.Distribute(Add{Obj: i, IsInInitialList: true})
 	}
-	eventually(t, func() bool { return free.Len() == 3 }, "the free handler to get the initial list")
+	testutil.Eventually(t, "the free handler to get the initial list", waitTimeout, func() bool { return free.Len() == 3 })
 	never(t, 50*time.Millisecond, lf.HasSynced, "synced before the upstream")
 
 	up.markSynced()
-	eventually(t, lf.HasSynced, "the free handler to sync")
+	testutil.Eventually(t, "the free handler to sync", waitTimeout, lf.HasSynced)
 	if !cache.IsDone(lf.HasSyncedChecker()) {
 		t.Fatal("HasSyncedChecker not done although HasSynced is true")
 	}
@@ -66,7 +68,7 @@ func TestHasSyncedIgnoresLiveAdds(t *testing.T) {
 	t.Cleanup(func() { closeOnce(unblock) })
 	p.Distribute(Add{Obj: 1})
 	p.Distribute(Update{Old: 1, New: 2})
-	eventually(t, l.HasSynced, "sync with only live notifications pending")
+	testutil.Eventually(t, "sync with only live notifications pending", waitTimeout, l.HasSynced)
 }
 
 // TestReplayToLateListener: a listener added to a running, synced processor
@@ -101,7 +103,7 @@ func TestReplayToLateListener(t *testing.T) {
 	l.EndReplay() // idempotent
 	never(t, 50*time.Millisecond, l.HasSynced, "synced while the handler is blocked in a replayed add")
 	close(unblock)
-	eventually(t, l.HasSynced, "sync after the replay was delivered")
+	testutil.Eventually(t, "sync after the replay was delivered", waitTimeout, l.HasSynced)
 	want := []event{{kind: "add", obj: "a", initial: true}, {kind: "add", obj: "b", initial: true}}
 	if got := h.Events(); len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("got %v, want %v", got, want)
@@ -119,7 +121,7 @@ func TestNoSyncWithoutEndReplay(t *testing.T) {
 	runProcessor(t, p)
 	never(t, 50*time.Millisecond, l.HasSynced, "synced without EndReplay")
 	l.EndReplay()
-	eventually(t, l.HasSynced, "sync after EndReplay")
+	testutil.Eventually(t, "sync after EndReplay", waitTimeout, l.HasSynced)
 }
 
 // TestAddWaitsForRun: Add before Run waits and is delivered once Run
@@ -139,7 +141,7 @@ func TestAddWaitsForRun(t *testing.T) {
 		t.Fatalf("Add: %v", err)
 	}
 	l.EndReplay()
-	eventually(t, l.HasSynced, "sync")
+	testutil.Eventually(t, "sync", waitTimeout, l.HasSynced)
 	if got := h.Len(); got != 1 {
 		t.Fatalf("handler got %d calls, want 1", got)
 	}

@@ -9,8 +9,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/testing"
+	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 func connRefusedErr() error {
@@ -40,7 +41,7 @@ func TestRetriableWatchErrorsBackOffAndRewatchWithoutRelist(t *testing.T) {
 			b := wait.Backoff{Duration: reflector.DefaultBackoffInit, Factor: 2, Steps: 100, Cap: reflector.DefaultBackoffMax}
 			h := start(t, reflector.Options{StartRV: "100", Backoff: &b})
 			w := h.nextWatch("100")
-			w.Add(pod("a", "101"))
+			w.Add(testutil.Pod("ns", "a", "101"))
 			w.Close()
 
 			for i, want := range defaultSteps {
@@ -91,14 +92,14 @@ func TestDefaultBackoffJitterCapAndReset(t *testing.T) {
 
 	// A watch that lasts a minute is not quiet long enough: still capped.
 	w := h.nextWatch("100")
-	w.Add(pod("a", "101"))
+	w.Add(testutil.Pod("ns", "a", "101"))
 	h.clock.Step(time.Minute)
 	w.Error(status(tooManyRequestsErr()))
 	h.clock.Step(expectDelay(reflector.DefaultBackoffMax))
 
 	// One that lasts over two minutes resets the backoff.
 	w = h.nextWatch("101")
-	w.Add(pod("a", "102"))
+	w.Add(testutil.Pod("ns", "a", "102"))
 	h.clock.Step(reflector.DefaultBackoffReset + time.Second)
 	w.Error(status(tooManyRequestsErr()))
 	h.clock.Step(expectDelay(reflector.DefaultBackoffInit))

@@ -4,8 +4,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/testing"
+	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 // TestWatchEstablishedOnlyWithoutAnEarlyError: an apiserver accepts a WATCH
@@ -19,19 +20,19 @@ func TestWatchEstablishedOnlyWithoutAnEarlyError(t *testing.T) {
 		req := h.lw.Next(t)
 		expectWatch(t, req, "100")
 		req.RespondWatch()
-		eventually(t, "the grace timer", func() bool { return h.clock.HasWaiters() })
+		testutil.Eventually(t, "the grace timer", rt.Timeout, func() bool { return h.clock.HasWaiters() })
 		if got := h.establishedRVs(); len(got) != 0 {
 			t.Fatalf("established %v before the grace passed", got)
 		}
 		h.clock.Step(grace)
-		eventually(t, "established after the grace", func() bool { return len(h.establishedRVs()) == 1 })
+		testutil.Eventually(t, "established after the grace", rt.Timeout, func() bool { return len(h.establishedRVs()) == 1 })
 	})
 	t.Run("an event before the grace establishes it", func(t *testing.T) {
 		h := start(t, reflector.Options{StartRV: "100", WatchEstablishedAfter: grace})
 		req := h.lw.Next(t)
 		w := req.RespondWatch()
-		w.Add(pod("a", "101"))
-		eventually(t, "established by the first event", func() bool { return len(h.establishedRVs()) == 1 })
+		w.Add(testutil.Pod("ns", "a", "101"))
+		testutil.Eventually(t, "established by the first event", rt.Timeout, func() bool { return len(h.establishedRVs()) == 1 })
 		expectCalls(t, h.sink, "Add(a@101)")
 	})
 	t.Run("410 as the first event is never established", func(t *testing.T) {

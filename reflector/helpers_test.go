@@ -15,8 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/testing"
+	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 // harness runs a Reflector against the fakes until the test ends.
@@ -145,7 +146,7 @@ func (h *harness) nextList(limit int64, cont string) *rt.Request {
 // waitForWaiter waits until the reflector sleeps on the fake clock.
 func (h *harness) waitForWaiter() {
 	h.t.Helper()
-	eventually(h.t, "the reflector waits on the clock", h.clock.HasWaiters)
+	testutil.Eventually(h.t, "the reflector waits on the clock", rt.Timeout, h.clock.HasWaiters)
 }
 
 func expectWatch(t *testing.T, req *rt.Request, rv string) {
@@ -192,21 +193,6 @@ func expectNoLists(t *testing.T, lw *rt.ListerWatcher) {
 	}
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(rt.Timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-func pod(name, rv string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
-}
-
 func bookmark(rv string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}}
 }
@@ -223,7 +209,7 @@ func initialEventsEnd(rv string) *corev1.Pod {
 func page(rv, cont string, names ...string) *corev1.PodList {
 	l := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: rv, Continue: cont}}
 	for _, n := range names {
-		l.Items = append(l.Items, *pod(n, "1"))
+		l.Items = append(l.Items, *testutil.Pod("ns", n, "1"))
 	}
 	return l
 }

@@ -9,8 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/testing"
+	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 func TestFirstActionIsAPagedConsistentList(t *testing.T) {
@@ -32,7 +33,7 @@ func TestFirstActionIsAPagedConsistentList(t *testing.T) {
 			req.RespondList(page("200", "", "a"))
 			h.nextWatch("200")
 			expectCalls(t, h.sink, "BeginRelist", "AddListPage(a@1)", "EndRelist(200)")
-			eventually(t, "the watch from the list's RV is established", func() bool { return len(h.establishedRVs()) == 1 })
+			testutil.Eventually(t, "the watch from the list's RV is established", rt.Timeout, func() bool { return len(h.establishedRVs()) == 1 })
 			if got := h.r.LastSyncResourceVersion(); got != "200" {
 				t.Errorf("LastSyncResourceVersion() = %q, want the list's 200", got)
 			}
@@ -69,7 +70,7 @@ func TestUnusableRVRelistsInPages(t *testing.T) {
 			expectWatch(t, req, "100")
 			if tc.asEvent {
 				w := req.RespondWatch()
-				w.Add(pod("x", "101"))
+				w.Add(testutil.Pod("ns", "x", "101"))
 				w.Error(status(tc.err))
 			} else {
 				req.RespondError(tc.err)
@@ -89,10 +90,11 @@ func TestUnusableRVRelistsInPages(t *testing.T) {
 			want = append(want, "BeginRelist", "AddListPage(a@1,b@1)", "WaitBelow(2)",
 				"AddListPage(c@1,d@1)", "WaitBelow(2)", "AddListPage(e@1)", "EndRelist(300)")
 			expectCalls(t, h.sink, want...)
-			eventually(t, "the watch from the list's RV is established", func() bool {
+			testutil.Eventually(t, "the watch from the list's RV is established", rt.Timeout, func() bool {
 				rvs := h.establishedRVs()
 				return len(rvs) > 0 && rvs[len(rvs)-1] == "300"
 			})
+
 			if got := h.r.LastSyncResourceVersion(); got != "300" {
 				t.Errorf("LastSyncResourceVersion() = %q, want 300", got)
 			}

@@ -6,8 +6,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/testing"
+	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 // nextProbe takes the next request and checks it is the resume check: a
@@ -31,12 +32,12 @@ func TestResumeCheckThenWatchFromStoredRV(t *testing.T) {
 			h := start(t, reflector.Options{StartRV: "100", CheckResumeRV: true})
 			h.nextProbe().RespondList(page(tc.clusterRV, "", "a"))
 			w := h.nextWatch("100")
-			w.Add(pod("a", "101"))
+			w.Add(testutil.Pod("ns", "a", "101"))
 			w.Close()
 			h.nextProbe().RespondList(page("160", ""))
 			h.nextWatch("101")
 			expectCalls(t, h.sink, "Add(a@101)")
-			eventually(t, "the second watch is established", func() bool { return len(h.establishedRVs()) == 2 })
+			testutil.Eventually(t, "the second watch is established", rt.Timeout, func() bool { return len(h.establishedRVs()) == 2 })
 			h.stop()
 			want := []string{`list rv="" limit=1`, `watch rv="100"`, `list rv="" limit=1`, `watch rv="101"`}
 			if got := callStrings(h.lw); !slices.Equal(got, want) {
@@ -82,7 +83,7 @@ func TestResumeCheckOnRewatchAfterFailure(t *testing.T) {
 	h := start(t, reflector.Options{StartRV: "100", CheckResumeRV: true})
 	h.nextProbe().RespondList(page("100", ""))
 	w := h.nextWatch("100")
-	w.Modify(pod("a", "120"))
+	w.Modify(testutil.Pod("ns", "a", "120"))
 	w.Error(status(tooManyRequestsErr()))
 	h.nextProbe().RespondError(tooManyRequestsErr())
 	h.nextProbe().RespondList(page("7", ""))

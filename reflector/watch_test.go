@@ -12,8 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/testing"
+	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 func TestWarmStartWatchesFromStoredRVWithoutList(t *testing.T) {
@@ -28,17 +29,17 @@ func TestWarmStartWatchesFromStoredRVWithoutList(t *testing.T) {
 		t.Errorf("LastSyncResourceVersion() = %q before any event, want the stored 100", got)
 	}
 	w := req.RespondWatch()
-	eventually(t, "OnWatchEstablished is called", func() bool { return len(h.establishedRVs()) == 1 })
+	testutil.Eventually(t, "OnWatchEstablished is called", rt.Timeout, func() bool { return len(h.establishedRVs()) == 1 })
 	if got := h.establishedRVs(); got[0] != "100" {
 		t.Errorf("OnWatchEstablished(%q), want 100", got[0])
 	}
 
-	w.Add(pod("a", "101"))
-	w.Modify(pod("a", "102"))
-	w.Delete(pod("b", "103"))
+	w.Add(testutil.Pod("ns", "a", "101"))
+	w.Modify(testutil.Pod("ns", "a", "102"))
+	w.Delete(testutil.Pod("ns", "b", "103"))
 	w.Bookmark(bookmark("104"))
 	expectCalls(t, h.sink, "Add(a@101)", "Update(a@102)", "Delete(b@103)", "Bookmark(104)")
-	eventually(t, "the bookmark's RV is the last synced", func() bool { return h.r.LastSyncResourceVersion() == "104" })
+	testutil.Eventually(t, "the bookmark's RV is the last synced", rt.Timeout, func() bool { return h.r.LastSyncResourceVersion() == "104" })
 
 	h.stop()
 	if !w.IsStopped() {
@@ -59,18 +60,18 @@ func TestEventsAndBookmarksAdvanceLastSyncResourceVersion(t *testing.T) {
 		send func() bool
 		rv   string
 	}{
-		{func() bool { return w.Add(pod("a", "11")) }, "11"},
+		{func() bool { return w.Add(testutil.Pod("ns", "a", "11")) }, "11"},
 		{func() bool { return w.Bookmark(bookmark("15")) }, "15"},
-		{func() bool { return w.Modify(pod("a", "16")) }, "16"},
+		{func() bool { return w.Modify(testutil.Pod("ns", "a", "16")) }, "16"},
 		{func() bool { return w.Bookmark(bookmark("20")) }, "20"},
-		{func() bool { return w.Delete(pod("a", "21")) }, "21"},
+		{func() bool { return w.Delete(testutil.Pod("ns", "a", "21")) }, "21"},
 	}
 	for i, s := range steps {
 		if !s.send() {
 			t.Fatalf("event %d not received", i)
 		}
 		h.sink.WaitForCalls(t, i+1)
-		eventually(t, "LastSyncResourceVersion is "+s.rv, func() bool { return h.r.LastSyncResourceVersion() == s.rv })
+		testutil.Eventually(t, "LastSyncResourceVersion is "+s.rv, rt.Timeout, func() bool { return h.r.LastSyncResourceVersion() == s.rv })
 	}
 	expectCalls(t, h.sink, "Add(a@11)", "Bookmark(15)", "Update(a@16)", "Bookmark(20)", "Delete(a@21)")
 }
@@ -78,17 +79,17 @@ func TestEventsAndBookmarksAdvanceLastSyncResourceVersion(t *testing.T) {
 func TestWatchClosedNormallyRewatchesFromLastRV(t *testing.T) {
 	h := start(t, reflector.Options{StartRV: "100"})
 	w := h.nextWatch("100")
-	w.Add(pod("a", "101"))
+	w.Add(testutil.Pod("ns", "a", "101"))
 	w.Bookmark(bookmark("105"))
 	w.Close()
 
 	w = h.nextWatch("105")
-	w.Modify(pod("a", "106"))
+	w.Modify(testutil.Pod("ns", "a", "106"))
 	w.Close()
 
 	h.nextWatch("106")
 	expectCalls(t, h.sink, "Add(a@101)", "Bookmark(105)", "Update(a@106)")
-	eventually(t, "the third watch is established", func() bool { return len(h.establishedRVs()) == 3 })
+	testutil.Eventually(t, "the third watch is established", rt.Timeout, func() bool { return len(h.establishedRVs()) == 3 })
 	h.stop()
 	expectNoLists(t, h.lw)
 	m := h.metrics.snapshot()
@@ -124,17 +125,17 @@ func TestVeryShortWatchBacksOff(t *testing.T) {
 func TestSinkErrorRewatchesFromLastAcceptedRV(t *testing.T) {
 	h := start(t, reflector.Options{StartRV: "100"})
 	w := h.nextWatch("100")
-	w.Add(pod("a", "101"))
+	w.Add(testutil.Pod("ns", "a", "101"))
 	sinkErr := errors.New("queue closed")
 	h.sink.FailNext(rt.OpUpdate, sinkErr)
-	w.Modify(pod("a", "102"))
+	w.Modify(testutil.Pod("ns", "a", "102"))
 
 	// The refused event is not counted as seen: the next watch replays it.
 	w2 := h.nextWatch("101")
 	if !w.IsStopped() {
 		t.Errorf("failed watch not stopped")
 	}
-	w2.Modify(pod("a", "102"))
+	w2.Modify(testutil.Pod("ns", "a", "102"))
 	expectCalls(t, h.sink, "Add(a@101)", "Update(a@102)", "Update(a@102)")
 	errs := h.errors()
 	if len(errs) != 1 || !errors.Is(errs[0], reflector.ErrSink) || !errors.Is(errs[0], sinkErr) {
@@ -147,9 +148,9 @@ func TestWatchDropsObjectsOfAnotherType(t *testing.T) {
 	h := start(t, reflector.Options{StartRV: "100"})
 	w := h.nextWatch("100")
 	w.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", ResourceVersion: "101"}})
-	w.Add(pod("a", "102"))
+	w.Add(testutil.Pod("ns", "a", "102"))
 	expectCalls(t, h.sink, "Add(a@102)")
-	eventually(t, "the pod's RV is the last synced", func() bool { return h.r.LastSyncResourceVersion() == "102" })
+	testutil.Eventually(t, "the pod's RV is the last synced", rt.Timeout, func() bool { return h.r.LastSyncResourceVersion() == "102" })
 	if calls := h.sink.Strings(); len(calls) != 1 {
 		t.Errorf("sink calls %v, want only the pod", calls)
 	}
@@ -187,7 +188,7 @@ func TestWatchDropsUnstructuredOfAnotherGVK(t *testing.T) {
 func TestCancelDuringWatchReturnsPromptly(t *testing.T) {
 	h := start(t, reflector.Options{StartRV: "100"})
 	w := h.nextWatch("100")
-	w.Add(pod("a", "101"))
+	w.Add(testutil.Pod("ns", "a", "101"))
 	h.sink.WaitForCalls(t, 1)
 	h.stop()
 	if !w.IsStopped() {

@@ -11,8 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	clientfeatures "k8s.io/client-go/features"
 
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/testing"
+	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 func expectWatchList(t *testing.T, req *rt.Request) {
@@ -36,17 +37,17 @@ func TestWatchListStreamsInitialEventsInPages(t *testing.T) {
 	defer release()
 
 	// Initial events come in no RV order.
-	w.Add(pod("a", "5"))
-	w.Add(pod("b", "3"))
+	w.Add(testutil.Pod("ns", "a", "5"))
+	w.Add(testutil.Pod("ns", "b", "3"))
 	expectCalls(t, h.sink, "BeginRelist", "AddListPage(a@5,b@3)", "WaitBelow(2)")
 	// While the sink is full, the stream is not read.
-	if w.TrySend(watch.Event{Type: watch.Added, Object: pod("c", "9")}, 100*time.Millisecond) {
+	if w.TrySend(watch.Event{Type: watch.Added, Object: testutil.Pod("ns", "c", "9")}, 100*time.Millisecond) {
 		t.Fatalf("the stream was read while WaitBelow blocked")
 	}
 	release()
-	w.Add(pod("c", "9"))
-	w.Add(pod("d", "1"))
-	w.Add(pod("e", "7"))
+	w.Add(testutil.Pod("ns", "c", "9"))
+	w.Add(testutil.Pod("ns", "d", "1"))
+	w.Add(testutil.Pod("ns", "e", "7"))
 	if got := h.r.LastSyncResourceVersion(); got != "" {
 		t.Errorf("LastSyncResourceVersion() = %q during initial events, want none", got)
 	}
@@ -55,10 +56,10 @@ func TestWatchListStreamsInitialEventsInPages(t *testing.T) {
 	}
 	w.Bookmark(initialEventsEnd("20"))
 	// The same stream goes on as the watch.
-	w.Modify(pod("a", "21"))
+	w.Modify(testutil.Pod("ns", "a", "21"))
 	expectCalls(t, h.sink, "BeginRelist", "AddListPage(a@5,b@3)", "WaitBelow(2)",
 		"AddListPage(c@9,d@1)", "WaitBelow(2)", "AddListPage(e@7)", "EndRelist(20)", "Update(a@21)")
-	eventually(t, "the event's RV is the last synced", func() bool { return h.r.LastSyncResourceVersion() == "21" })
+	testutil.Eventually(t, "the event's RV is the last synced", rt.Timeout, func() bool { return h.r.LastSyncResourceVersion() == "21" })
 	if got := h.establishedRVs(); !slices.Equal(got, []string{"20"}) {
 		t.Errorf("OnWatchEstablished calls %v, want 20", got)
 	}
@@ -88,21 +89,21 @@ func TestWatchListFallsBackToPagedList(t *testing.T) {
 		}},
 		{"stream ends before initial-events-end", func(req *rt.Request) []string {
 			w := req.RespondWatch()
-			w.Add(pod("a", "5"))
+			w.Add(testutil.Pod("ns", "a", "5"))
 			w.Close()
 			return []string{"BeginRelist"}
 		}},
 		{"plain bookmark before initial-events-end", func(req *rt.Request) []string {
 			w := req.RespondWatch()
-			w.Add(pod("a", "5"))
+			w.Add(testutil.Pod("ns", "a", "5"))
 			w.Bookmark(bookmark("7"))
 			return []string{"BeginRelist"}
 		}},
 		{"MODIFIED before initial-events-end", func(req *rt.Request) []string {
 			w := req.RespondWatch()
-			w.Add(pod("a", "5"))
-			w.Add(pod("b", "6"))
-			w.Modify(pod("a", "8"))
+			w.Add(testutil.Pod("ns", "a", "5"))
+			w.Add(testutil.Pod("ns", "b", "6"))
+			w.Modify(testutil.Pod("ns", "a", "8"))
 			return []string{"BeginRelist", "AddListPage(a@5,b@6)", "WaitBelow(2)"}
 		}},
 		{"error event", func(req *rt.Request) []string {

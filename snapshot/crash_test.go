@@ -1,136 +1,76 @@
 package snapshot_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
+	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
-// Crash tests: a child process (this test binary, re-executed with
-// crashRoleEnv naming its role) saves or restores in a loop, with fsync
-// on, and is killed with SIGKILL at a random moment. The file under the
-// final name must be absent or a complete old one or a complete new one.
+// Crash tests: a child process (this test binary in a testutil child
+// role) saves or restores in a loop, with fsync on, and is killed with
+// SIGKILL at a random moment. The file under the final name must be absent
+// or a complete old one or a complete new one.
 
-const (
-	crashRoleEnv = "SNAPSHOT_CRASH_ROLE"
-	crashArgsEnv = "SNAPSHOT_CRASH_ARGS"
-)
+// crashArgsEnv carries a crash child's paths, one a line.
+const crashArgsEnv = "SNAPSHOT_CRASH_ARGS"
 
-// runCrashChild is the child's main: it prints "ready", then one line per
-// completed operation, until it is killed.
-func runCrashChild(role string) int {
-	args := strings.Split(os.Getenv(crashArgsEnv), "\n")
-	fail := func(err error) int {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	switch role {
-	case "save": // args: cache file, snapshot path
-		c := openCache(childTB{}, args[0], cachefile.Options{})
-		stop := make(chan struct{})
-		_, wait := c.writers(childTB{}, stop, 150, 100)
-		defer func() { close(stop); wait() }()
-		fmt.Println("ready")
-		for i := 0; ; i++ {
-			if _, err := snapshot.Save(context.Background(), c.db, args[1], snapshot.SaveOptions{}); err != nil {
-				return fail(err)
-			}
-			fmt.Println("done", i)
-		}
-	case "restore": // args: destination, snapshots…
-		fmt.Println("ready")
-		for i := 0; ; i++ {
-			if _, err := snapshot.Restore(args[1+i%(len(args)-1)], args[0], snapshot.RestoreOptions{Force: true}); err != nil {
-				return fail(err)
-			}
-			fmt.Println("done", i)
-		}
-	}
-	return fail(fmt.Errorf("unknown role %q", role))
+// crashRoles are the roles of this package's crash children. Each prints
+// testutil.ReadyLine, then "done" after each completed operation, until it
+// is killed.
+var crashRoles = map[string]func() int{
+	"save":    saveChild,
+	"restore": restoreChild,
 }
 
-// childTB is the testing.TB of a crash child: failures end the process.
-type childTB struct{ testing.TB }
+// saveChild saves snapshots of a cache file (args: the file, the snapshot
+// path) while writers change it.
+func saveChild() int {
+	args := strings.Split(os.Getenv(crashArgsEnv), "\n")
+	c := openCache(testutil.ChildTB{}, args[0], cachefile.Options{})
+	stop := make(chan struct{})
+	_, wait := c.writers(testutil.ChildTB{}, stop, 150, 100)
+	defer func() { close(stop); wait() }()
+	fmt.Println(testutil.ReadyLine)
+	for i := 0; ; i++ {
+		if _, err := snapshot.Save(context.Background(), c.db, args[1], snapshot.SaveOptions{}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println("done", i)
+	}
+}
 
-func (childTB) Helper()                   {}
-func (childTB) Fatal(args ...any)         { fmt.Fprintln(os.Stderr, args...); os.Exit(1) }
-func (childTB) Errorf(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...); os.Exit(1) }
+// restoreChild restores the snapshots in turn onto one destination (args:
+// the destination, the snapshots).
+func restoreChild() int {
+	args := strings.Split(os.Getenv(crashArgsEnv), "\n")
+	fmt.Println(testutil.ReadyLine)
+	for i := 0; ; i++ {
+		if _, err := snapshot.Restore(args[1+i%(len(args)-1)], args[0], snapshot.RestoreOptions{Force: true}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		fmt.Println("done", i)
+	}
+}
 
-// crashChild runs role in a child and kills it after a random delay of up
-// to maxDelay; it returns how many operations completed.
+// crashChild runs role on args in a child and kills it after a random
+// delay of up to maxDelay; it returns how many operations completed.
 func crashChild(t *testing.T, role string, args []string, rng *rand.Rand, maxDelay time.Duration) int {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashRoleEnv+"="+role, crashArgsEnv+"="+strings.Join(args, "\n"))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	select {
-	case l := <-lines:
-		if l != "ready" {
-			t.Fatalf("child said %q", l)
-		}
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatal("child did not start")
-	}
-	time.Sleep(time.Duration(rng.Int64N(int64(maxDelay))))
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	done := 0
-	for l := range lines {
-		if strings.HasPrefix(l, "done") {
-			done++
-		}
-	}
-	err = cmd.Wait()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
-		t.Fatalf("child ended before the kill: %v\n%s", err, stderr.String())
-	}
-	return done
-}
-
-func checkCacheFile(t testing.TB, path string) {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	_ = db.View(func(tx *bolt.Tx) error {
-		for _, p := range cachefile.CheckTx(tx, cachefile.CheckOptions{}) {
-			t.Errorf("%s: %s", path, p)
-		}
-		return nil
-	})
+	child := testutil.StartChild(t, role, crashArgsEnv+"="+strings.Join(args, "\n"))
+	child.KillAfter(time.Duration(rng.Int64N(int64(maxDelay))))
+	return child.Count("done")
 }
 
 func TestCrashDuringSave(t *testing.T) {
@@ -144,7 +84,7 @@ func TestCrashDuringSave(t *testing.T) {
 			c.close(t)
 			done := crashChild(t, "save", []string{cachePath, snap}, rng, 500*time.Millisecond)
 			t.Logf("killed after %d snapshot(s); temporary files %v", done, leftovers(t, dir))
-			checkCacheFile(t, cachePath)
+			boltindexertest.CheckFile(t, cachePath)
 			if _, err := os.Stat(snap); err != nil {
 				if done > 0 || !os.IsNotExist(err) {
 					t.Fatalf("after %d saves: %v", done, err)
@@ -179,7 +119,7 @@ func TestCrashDuringRestore(t *testing.T) {
 				t.Fatal(err)
 			}
 			done := crashChild(t, "restore", append([]string{dst}, snaps...), rng, time.Second)
-			checkCacheFile(t, dst)
+			boltindexertest.CheckFile(t, dst)
 			// Which snapshot is it? Compare with both headers.
 			db, err := cachefile.Open(dst, cachefile.Options{ReadOnly: true})
 			if err != nil {

@@ -17,11 +17,12 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -46,21 +47,17 @@ func storeOpts() boltindexer.StoreOptions {
 	return boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()}
 }
 
-// pod i of a store at resourceVersion rv; pad adds an annotation of that
-// many bytes.
-func pod(i int, rv uint64, pad int) *v1.Pod {
-	p := &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace: "ns-" + strconv.Itoa(i%3), Name: fmt.Sprintf("p-%04d", i),
-			ResourceVersion: strconv.FormatUint(rv, 10),
-			Labels:          map[string]string{"app": "a" + strconv.Itoa(i%5)},
-		},
-		Spec: v1.PodSpec{NodeName: "node-" + strconv.FormatUint((uint64(i)+rv)%4, 10)},
+// storePod is pod i of a store at resourceVersion rv; pad adds an
+// annotation of that many bytes.
+func storePod(i int, rv uint64, pad int) *v1.Pod {
+	opts := []testutil.PodOption{
+		testutil.Label("app", "a"+strconv.Itoa(i%5)),
+		testutil.Node("node-" + strconv.FormatUint((uint64(i)+rv)%4, 10)),
 	}
 	if pad > 0 {
-		p.Annotations = map[string]string{"pad": strings.Repeat("x", pad)}
+		opts = append(opts, testutil.Pad(pad))
 	}
-	return p
+	return testutil.Pod("ns-"+strconv.Itoa(i%3), fmt.Sprintf("p-%04d", i), strconv.FormatUint(rv, 10), opts...)
 }
 
 // cache is an open file with its stores.
@@ -100,7 +97,7 @@ func (c *testCache) fill(t testing.TB, n, pad int) {
 			rv := c.rv.Add(1)
 			var ops []boltindexer.Op
 			for j := i; j < min(i+100, n); j++ {
-				ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: pod(j, rv, pad)})
+				ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: storePod(j, rv, pad)})
 			}
 			if _, err := s.Apply(ops, strconv.FormatUint(rv, 10)); err != nil {
 				t.Fatal(err)
@@ -122,7 +119,7 @@ func (c *testCache) batch(s *boltindexer.Store, rng *rand.Rand, keys, pad int) e
 		ops = append(ops, boltindexer.Op{Type: boltindexer.OpDelete, Obj: cache.DeletedFinalStateUnknown{Key: fmt.Sprintf("ns-%d/p-%04d", victim%3, victim)}})
 	}
 	for j := 0; j < upserts; j++ {
-		ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: pod((first+j)%keys, rv, pad)})
+		ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: storePod((first+j)%keys, rv, pad)})
 	}
 	_, err := s.Apply(ops, strconv.FormatUint(rv, 10))
 	return err
@@ -181,7 +178,7 @@ func checkSnapshot(t testing.TB, snap string, hdr snapshot.Header) {
 	if _, err := snapshot.Restore(snap, dst, snapshot.RestoreOptions{NoSync: true}); err != nil {
 		t.Fatalf("restore %s: %v", snap, err)
 	}
-	checkCacheFile(t, dst)
+	boltindexertest.CheckFile(t, dst)
 	checkRestored(t, dst, rep.Header)
 }
 

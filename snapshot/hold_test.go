@@ -70,7 +70,7 @@ func (c *testCache) rewriteAll(t testing.TB, n, pad, rounds int) {
 			rv := c.rv.Add(1)
 			var ops []boltindexer.Op
 			for j := i; j < min(i+100, n); j++ {
-				ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: pod(j, rv, pad)})
+				ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: storePod(j, rv, pad)})
 			}
 			if _, err := s.Apply(ops, strconv.FormatUint(rv, 10)); err != nil {
 				t.Error(err)

@@ -79,8 +79,8 @@ func TestRestoreOpensWarm(t *testing.T) {
 	}
 	defer s.Close()
 	chs, err := s.Apply([]boltindexer.Op{
-		{Type: boltindexer.OpUpsert, Obj: pod(1, 1, 0)},
-		{Type: boltindexer.OpUpsert, Obj: pod(2, 10_000, 0)},
+		{Type: boltindexer.OpUpsert, Obj: storePod(1, 1, 0)},
+		{Type: boltindexer.OpUpsert, Obj: storePod(2, 10_000, 0)},
 	}, "10000")
 	if err != nil {
 		t.Fatal(err)

@@ -9,10 +9,11 @@ import (
 
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 func TestCheckOK(t *testing.T) {
-	before := stateOf(t, fixtureFile)
+	before := testutil.StatFile(t, fixtureFile)
 	r := cachectl(t, "check", "--db", fixtureFile).ok(t)
 	for _, want := range []string{
 		"pages, freelist, records, index entries, resource versions: ok",
@@ -25,13 +26,13 @@ func TestCheckOK(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, r.stdout)
 		}
 	}
-	unchanged(t, fixtureFile, before)
+	testutil.Unchanged(t, fixtureFile, before)
 }
 
 // TestCheckLargeProgress checks the 20k file, with progress on a terminal
 // and none when piped.
 func TestCheckLargeProgress(t *testing.T) {
-	before := stateOf(t, largeFile)
+	before := testutil.StatFile(t, largeFile)
 	r := cachectlWith(t, runOpts{terminal: true}, "check", "--db", largeFile)
 	if r.code != 0 || !strings.Contains(r.stdout, "20000 object(s)") {
 		t.Fatalf("%+v", r)
@@ -39,7 +40,7 @@ func TestCheckLargeProgress(t *testing.T) {
 	if !strings.Contains(r.stderr, "\rdecoding v1/Pod") || strings.Contains(r.stderr, "\n") {
 		t.Errorf("terminal progress: %q", r.stderr)
 	}
-	unchanged(t, largeFile, before)
+	testutil.Unchanged(t, largeFile, before)
 	// Piped, check says nothing on stderr (TestCheckOK asserts it with ok).
 }
 
@@ -158,13 +159,13 @@ func TestCheckFindsProblems(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := corrupt(t, tc.fn)
-			before := stateOf(t, path)
+			before := testutil.StatFile(t, path)
 			r := cachectl(t, "check", "--db", path)
 			r.failed(t, 1, "check found", tc.want)
 			if !strings.Contains(r.stdout, tc.want) {
 				t.Errorf("report lacks %q:\n%s", tc.want, r.stdout)
 			}
-			unchanged(t, path, before)
+			testutil.Unchanged(t, path, before)
 		})
 	}
 }

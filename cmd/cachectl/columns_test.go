@@ -22,6 +22,7 @@ import (
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // The goldens testdata/kinds_*.golden are what kubectl get prints for the
@@ -261,7 +262,7 @@ func writeKindsFixture(t testing.TB) string {
 
 func TestKindColumnsGolden(t *testing.T) {
 	path := writeKindsFixture(t)
-	before := stateOf(t, path)
+	before := testutil.StatFile(t, path)
 	for _, res := range []string{"pods", "deployments", "replicasets", "statefulsets", "daemonsets", "jobs", "cronjobs", "services", "nodes",
 		"namespaces", "configmaps", "secrets", "serviceaccounts", "endpoints", "endpointslices", "pv", "pvc", "events", "ingresses"} {
 		t.Run(res, func(t *testing.T) {
@@ -277,7 +278,7 @@ func TestKindColumnsGolden(t *testing.T) {
 			}
 		})
 	}
-	unchanged(t, path, before)
+	testutil.Unchanged(t, path, before)
 }
 
 // TestPodColumns states kubectl's Pod READY, STATUS and RESTARTS cells for

@@ -5,18 +5,20 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // TestCompactLarge compacts the 20k file into a new one: the source is
 // untouched and the copy holds the same objects.
 func TestCompactLarge(t *testing.T) {
-	before := stateOf(t, largeFile)
+	before := testutil.StatFile(t, largeFile)
 	dst := filepath.Join(t.TempDir(), "compact.db")
 	r := cachectl(t, "compact", "--db", largeFile, "--to", dst).ok(t)
 	if !strings.Contains(r.stdout, "compacted "+largeFile+" to "+dst) {
 		t.Errorf("output: %q", r.stdout)
 	}
-	unchanged(t, largeFile, before)
+	testutil.Unchanged(t, largeFile, before)
 	src, err := os.Stat(largeFile)
 	if err != nil {
 		t.Fatal(err)
@@ -32,15 +34,15 @@ func TestCompactLarge(t *testing.T) {
 
 func TestCompactTo(t *testing.T) {
 	src := copyFile(t, fixtureFile)
-	before := stateOf(t, src)
+	before := testutil.StatFile(t, src)
 	dst := filepath.Join(t.TempDir(), "compact.db")
 	cachectl(t, "compact", "--db", src, "--to", dst).ok(t)
-	unchanged(t, src, before)
+	testutil.Unchanged(t, src, before)
 	cachectl(t, "check", "--db", dst).ok(t)
 	// An existing destination needs --force.
 	cachectl(t, "compact", "--db", src, "--to", dst).failed(t, 1, "exists", "--force")
 	cachectl(t, "compact", "--db", src, "--to", dst, "--force").ok(t)
-	unchanged(t, src, before)
+	testutil.Unchanged(t, src, before)
 }
 
 func TestCompactInPlace(t *testing.T) {

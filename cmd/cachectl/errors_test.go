@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // TestBadFiles runs every read command against files it must refuse: each
@@ -54,13 +54,13 @@ func TestBadFiles(t *testing.T) {
 	} {
 		for _, cmd := range [][]string{{"get", "pods"}, {"info"}, {"check"}} {
 			t.Run(tc.name+"/"+cmd[0], func(t *testing.T) {
-				var before fileState
+				var before testutil.FileState
 				if _, err := os.Stat(tc.path); err == nil {
-					before = stateOf(t, tc.path)
+					before = testutil.StatFile(t, tc.path)
 				}
 				cachectl(t, append(cmd, "--db", tc.path)...).failed(t, 1, tc.parts...)
-				if before.size > 0 {
-					unchanged(t, tc.path, before)
+				if before.Size > 0 {
+					testutil.Unchanged(t, tc.path, before)
 				}
 			})
 		}
@@ -108,18 +108,9 @@ func TestLockedFile(t *testing.T) {
 }
 
 func TestBadSockets(t *testing.T) {
-	dir, err := os.MkdirTemp("", "sock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
+	dir := testutil.ShortTempDir(t)
 	stale := filepath.Join(dir, "stale.sock")
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: stale, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.SetUnlinkOnClose(false)
-	l.Close()
+	testutil.StaleSocket(t, stale)
 	for _, tc := range []struct {
 		name  string
 		path  string

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 func TestGetGolden(t *testing.T) {
@@ -26,10 +28,10 @@ func TestGetGolden(t *testing.T) {
 		{"get_empty_json", []string{"get", "pods", "-n", "nowhere", "-o", "json"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := stateOf(t, fixtureFile)
+			before := testutil.StatFile(t, fixtureFile)
 			r := cachectl(t, append(tc.args, db)...).ok(t)
 			golden(t, tc.name, r.stdout)
-			unchanged(t, fixtureFile, before)
+			testutil.Unchanged(t, fixtureFile, before)
 		})
 	}
 }
@@ -141,7 +143,7 @@ func TestGetErrors(t *testing.T) {
 // TestGetLarge reads the 20k-Pod file through every path: full scan,
 // namespace index, stored index, name.
 func TestGetLarge(t *testing.T) {
-	before := stateOf(t, largeFile)
+	before := testutil.StatFile(t, largeFile)
 	db := "--db=" + largeFile
 	lines := func(s string) int { return strings.Count(s, "\n") }
 	if r := cachectl(t, "get", "pods", "-A", "--no-headers", db).ok(t); lines(r.stdout) != largeObjects {
@@ -162,5 +164,5 @@ func TestGetLarge(t *testing.T) {
 	if r := cachectl(t, "get", "pod", "pod-12345", "-n", "ns-5", "-o", "jsonpath={.spec.nodeName}", db).ok(t); r.stdout != "node-45" {
 		t.Errorf("by name: %q", r.stdout)
 	}
-	unchanged(t, largeFile, before)
+	testutil.Unchanged(t, largeFile, before)
 }

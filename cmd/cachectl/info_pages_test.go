@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // fragmented writes n records of about 8 KB into a store and deletes all
@@ -68,9 +69,9 @@ var pagesLine = regexp.MustCompile(`Pages:    (\d+) of 4\.0 KiB in use, (\d+) fr
 func TestInfoPages(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "frag.db")
 	fragmented(t, path, 600, 20)
-	before := stateOf(t, path)
+	before := testutil.StatFile(t, path)
 	r := cachectl(t, "info", "--pages", "--db", path).ok(t)
-	unchanged(t, path, before)
+	testutil.Unchanged(t, path, before)
 	m := pagesLine.FindStringSubmatch(r.stdout)
 	if m == nil {
 		t.Fatalf("no Pages line in:\n%s", r.stdout)

@@ -5,17 +5,18 @@ import (
 	"testing"
 
 	"github.com/boltinformer/boltinformer/internal/admin"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 func TestInfoGolden(t *testing.T) {
-	before := stateOf(t, fixtureFile)
+	before := testutil.StatFile(t, fixtureFile)
 	r := cachectl(t, "info", "--db", fixtureFile).ok(t)
 	golden(t, "info", normalizePath(r.stdout, fixtureFile))
 	r = cachectl(t, "info", "-o", "wide", "--db", fixtureFile).ok(t)
 	golden(t, "info_wide", normalizePath(r.stdout, fixtureFile))
 	r = cachectl(t, "info", "-o", "yaml", "--db", fixtureFile).ok(t)
 	golden(t, "info_yaml", normalizePath(r.stdout, fixtureFile))
-	unchanged(t, fixtureFile, before)
+	testutil.Unchanged(t, fixtureFile, before)
 }
 
 func TestInfoLarge(t *testing.T) {

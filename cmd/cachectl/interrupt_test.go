@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
 )
 
@@ -100,7 +101,7 @@ func TestCompactInterrupted(t *testing.T) {
 			if err := os.WriteFile(path, b, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			before := stateOf(t, path)
+			before := testutil.StatFile(t, path)
 			args := []string{"compact", "--db", path, "--tx-max-size", "32768"}
 			work := path + ".compact-tmp"
 			if tc.to {
@@ -111,7 +112,7 @@ func TestCompactInterrupted(t *testing.T) {
 			if code != 130 || !strings.HasPrefix(stderr, "error: compact interrupted") || strings.Count(stderr, "\n") != 1 {
 				t.Errorf("exit %d, stderr %q", code, stderr)
 			}
-			unchanged(t, path, before)
+			testutil.Unchanged(t, path, before)
 			noLeftovers(t, dir, "large.db")
 			cachectl(t, "check", "--db", path).ok(t)
 		})
@@ -136,12 +137,12 @@ func TestMigrateInterrupted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := stateOf(t, path)
+	before := testutil.StatFile(t, path)
 	code, stderr := interruptMidway(t, path+".migrate-tmp", syscall.SIGINT, "migrate", "--db", path)
 	if code != 130 || !strings.Contains(stderr, "migrate interrupted") || !strings.Contains(stderr, "at schema v0") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
-	unchanged(t, path, before)
+	testutil.Unchanged(t, path, before)
 	noLeftovers(t, dir, "v0.db")
 	if r := cachectl(t, "migrate", "--db", path).ok(t); !strings.Contains(r.stdout, fmt.Sprintf("schema v0 → v%d", cachefile.Version)) {
 		t.Errorf("migrate after the interrupt: %q", r.stdout)

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"flag"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -150,45 +150,11 @@ func golden(t testing.TB, name, got string) {
 	}
 }
 
-// fileState is a file's content hash and modification time.
-type fileState struct {
-	sum   [32]byte
-	mtime time.Time
-	size  int64
-}
-
-func stateOf(t testing.TB, path string) fileState {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fileState{sum: sha256.Sum256(b), mtime: fi.ModTime(), size: fi.Size()}
-}
-
-// unchanged fails t if path's bytes or mtime differ from before.
-func unchanged(t testing.TB, path string, before fileState) {
-	t.Helper()
-	if after := stateOf(t, path); after != before {
-		t.Errorf("%s changed: size %d → %d, mtime %s → %s, same bytes %v", path, before.size, after.size, before.mtime, after.mtime, before.sum == after.sum)
-	}
-}
-
 // copyFile copies a fixture so a test may change it.
 func copyFile(t testing.TB, src string) string {
 	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dst := filepath.Join(t.TempDir(), filepath.Base(src))
-	if err := os.WriteFile(dst, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testutil.CopyFile(t, src, dst)
 	return dst
 }
 

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
 )
 
@@ -34,12 +35,12 @@ func TestMigrate(t *testing.T) {
 	path := writeV0(t)
 	cachectl(t, "get", "pods", "--db", path).failed(t, 1, "older schema", "cachectl migrate --db "+path)
 
-	before := stateOf(t, path)
+	before := testutil.StatFile(t, path)
 	r := cachectl(t, "migrate", "--dry-run", "--db", path).ok(t)
 	if !strings.Contains(r.stdout, "schema v0 → v2") || !strings.Contains(r.stdout, "dry run: nothing was written") {
 		t.Errorf("dry run: %q", r.stdout)
 	}
-	unchanged(t, path, before)
+	testutil.Unchanged(t, path, before)
 
 	r = cachectl(t, "migrate", "--db", path).ok(t)
 	if !strings.Contains(r.stdout, "schema v0 → v2") {
@@ -53,12 +54,12 @@ func TestMigrate(t *testing.T) {
 }
 
 func TestMigrateFixtureIsCurrent(t *testing.T) {
-	before := stateOf(t, fixtureFile)
+	before := testutil.StatFile(t, fixtureFile)
 	r := cachectl(t, "migrate", "--dry-run", "--db", fixtureFile).ok(t)
 	if !strings.Contains(r.stdout, "schema v2, nothing to migrate") {
 		t.Errorf("%q", r.stdout)
 	}
-	unchanged(t, fixtureFile, before)
+	testutil.Unchanged(t, fixtureFile, before)
 	cachectl(t, "migrate", "--db", fixtureFile, "--to-version", "x").failed(t, 2, "--to-version")
 	cachectl(t, "migrate", "--db", fixtureFile, "--to-version", "vv1").failed(t, 2, "--to-version")
 }

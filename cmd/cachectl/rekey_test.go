@@ -9,6 +9,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // secretPlaintexts are the fixture Secret's password and its base64 in the
@@ -80,7 +81,7 @@ func TestRekeyPlaintextFileThenRotate(t *testing.T) {
 	}
 
 	// Without the key.
-	before := stateOf(t, compacted)
+	before := testutil.StatFile(t, compacted)
 	cachectl(t, "info", "--db", compacted).ok(t)
 	if out := cachectl(t, "check", "--db", compacted).ok(t).stdout; !strings.Contains(out, `store v1/Secret: 1 object(s) not decoded (`) || !strings.Contains(out, `"k1"`) {
 		t.Fatalf("check without the key:\n%s", out)
@@ -92,7 +93,7 @@ func TestRekeyPlaintextFileThenRotate(t *testing.T) {
 	if out := cachectl(t, "get", "secret", "db-password", "-n", "default", "-o", "name", "--db", compacted).ok(t).stdout; out != "secret/db-password\n" {
 		t.Fatalf("get NAME -o name without the key: %q", out)
 	}
-	unchanged(t, compacted, before)
+	testutil.Unchanged(t, compacted, before)
 
 	// With it.
 	out := cachectl(t, "get", "secrets", "-A", "-o", "yaml", "--show-secrets", "--db", compacted, "--encryption-key-file", keys1).ok(t).stdout

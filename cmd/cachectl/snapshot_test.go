@@ -7,22 +7,23 @@ import (
 	"testing"
 
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 func TestSnapshotSaveStatusRestore(t *testing.T) {
 	dir := t.TempDir()
 	snap := filepath.Join(dir, "backup.snap")
-	before := stateOf(t, fixtureFile)
+	before := testutil.StatFile(t, fixtureFile)
 	r := cachectl(t, "snapshot", "save", snap, "--db", fixtureFile).ok(t)
 	if !strings.Contains(r.stdout, "Snapshot saved at "+snap) || !strings.Contains(r.stdout, "5 store(s), 11 object(s), sha256 ") {
 		t.Errorf("save: %q", r.stdout)
 	}
-	unchanged(t, fixtureFile, before)
+	testutil.Unchanged(t, fixtureFile, before)
 	if fi, err := os.Stat(snap); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("snapshot mode: %v %v", fi.Mode(), err)
 	}
 
-	snapBefore := stateOf(t, snap)
+	snapBefore := testutil.StatFile(t, snap)
 	r = cachectl(t, "snapshot", "status", snap).ok(t)
 	for _, want := range []string{"Format:   v2", "(ok)", "Source:   " + fixtureFile, "v1/Pod                  pods                  5         105               synced"} {
 		if !strings.Contains(r.stdout, want) {
@@ -32,7 +33,7 @@ func TestSnapshotSaveStatusRestore(t *testing.T) {
 	if r := cachectl(t, "snapshot", "status", snap, "-o", "json").ok(t); !strings.Contains(r.stdout, `"ChecksumValid": true`) {
 		t.Errorf("status json: %s", r.stdout)
 	}
-	unchanged(t, snap, snapBefore)
+	testutil.Unchanged(t, snap, snapBefore)
 
 	restored := filepath.Join(dir, "restored.db")
 	r = cachectl(t, "snapshot", "restore", snap, "--db", restored).ok(t)
@@ -50,12 +51,12 @@ func TestSnapshotSaveStatusRestore(t *testing.T) {
 
 func TestSnapshotLargeProgress(t *testing.T) {
 	snap := filepath.Join(t.TempDir(), "large.snap")
-	before := stateOf(t, largeFile)
+	before := testutil.StatFile(t, largeFile)
 	r := cachectlWith(t, runOpts{terminal: true}, "snapshot", "save", snap, "--db", largeFile)
 	if r.code != 0 || !strings.Contains(r.stdout, "20000 object(s)") || !strings.Contains(r.stderr, "\rsaving snapshot to "+snap) {
 		t.Fatalf("%+v", r)
 	}
-	unchanged(t, largeFile, before)
+	testutil.Unchanged(t, largeFile, before)
 	r = cachectlWith(t, runOpts{terminal: true}, "snapshot", "restore", snap, "--db", filepath.Join(t.TempDir(), "r.db"))
 	if r.code != 0 || !strings.Contains(r.stderr, "\rrestoring") {
 		t.Fatalf("%+v", r)

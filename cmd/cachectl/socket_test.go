@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/internal/admin"
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // liveCache serves a writable copy of the fixture on an admin socket, as
@@ -23,19 +23,9 @@ import (
 // ConfigMaps, Secrets and Widgets are served, Gadgets are not.
 func liveCache(t *testing.T) (*admintest.Stores, string) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "live")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testutil.ShortTempDir(t)
 	path := filepath.Join(dir, "cache.db")
-	b, err := os.ReadFile(fixtureFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	testutil.CopyFile(t, fixtureFile, path)
 	s, err := admintest.Open(path)
 	if err != nil {
 		t.Fatal(err)

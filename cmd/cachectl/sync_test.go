@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -20,10 +21,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/boltinformer/boltinformer/internal/testcluster"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // lockedBuffer is a bytes.Buffer safe for one writer and a polling reader.
@@ -71,30 +71,6 @@ func startSync(t *testing.T, args ...string) (stderr *lockedBuffer, stop func() 
 	return stderr, stop
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func writeKubeconfig(t *testing.T, cfg *rest.Config) string {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["test"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, CertificateAuthority: cfg.CAFile}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["test"] = &clientcmdapi.Context{Cluster: "test", AuthInfo: "admin"}
-	kc.CurrentContext = "test"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // TestSyncAgainstRealAPIServer runs cachectl sync against a real etcd and
 // kube-apiserver: cold start, reads through --socket while it runs, a clean
 // stop, changes while down, a warm restart, and a final get equal to the
@@ -113,15 +89,16 @@ func TestSyncAgainstRealAPIServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kubeconfig := writeKubeconfig(t, cluster.Config())
+	kubeconfig := testutil.WriteKubeconfig(t, cluster.Config())
 	dir := t.TempDir()
 	db, sock := filepath.Join(dir, "cache.db"), filepath.Join(dir, "sync.sock")
 	args := []string{"--kubeconfig", kubeconfig, "--db", db, "--resource", "cm,namespaces", "-n", ns, "--socket", sock}
 
 	stderr, stop := startSync(t, args...)
-	waitFor(t, "two resources synced", func() bool {
+	testutil.Eventually(t, "two resources synced", time.Minute, func() bool {
 		return strings.Count(stderr.String(), "synced in") == 2 || strings.Contains(stderr.String(), "error")
 	})
+
 	t.Logf("sync stderr: %s", stderr.String())
 	if !strings.Contains(stderr.String(), "cm: relisting: the cache file has no resourceVersion for it (cold start)") {
 		t.Errorf("cold start not reported: %q", stderr.String())
@@ -147,7 +124,7 @@ func TestSyncAgainstRealAPIServer(t *testing.T) {
 	lists0, _ := cluster.RequestCount(ctx, "LIST", "configmaps")
 
 	stderr, stop = startSync(t, args...)
-	waitFor(t, "warm sync", func() bool { return strings.Count(stderr.String(), "synced in") == 2 })
+	testutil.Eventually(t, "warm sync", time.Minute, func() bool { return strings.Count(stderr.String(), "synced in") == 2 })
 	if !strings.Contains(stderr.String(), "cm: resuming watch at resourceVersion") {
 		t.Errorf("warm start not reported: %q", stderr.String())
 	}
@@ -159,9 +136,10 @@ func TestSyncAgainstRealAPIServer(t *testing.T) {
 	for _, c := range want.Items {
 		wantRVs[c.Name] = c.ResourceVersion
 	}
-	waitFor(t, "cache to converge", func() bool {
-		return sameRVs(getRVs(t, "--socket", sock, ns), wantRVs)
+	testutil.Eventually(t, "cache to converge", time.Minute, func() bool {
+		return maps.Equal(getRVs(t, "--socket", sock, ns), wantRVs)
 	})
+
 	if strings.Contains(stderr.String(), `"Event"`) {
 		t.Errorf("event lines logged at the default -v:\n%s", stderr.String())
 	}
@@ -173,7 +151,7 @@ func TestSyncAgainstRealAPIServer(t *testing.T) {
 	if code, out := stop(); code != 0 {
 		t.Fatalf("sync exit %d, stderr %q", code, out)
 	}
-	if got := getRVs(t, "--db", db, ns); !sameRVs(got, wantRVs) {
+	if got := getRVs(t, "--db", db, ns); !maps.Equal(got, wantRVs) {
 		t.Fatalf("get --db after stop: %v, apiserver %v", got, wantRVs)
 	}
 }
@@ -195,18 +173,6 @@ func getRVs(t *testing.T, flag, source, ns string) map[string]string {
 	return out
 }
 
-func sameRVs(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 func TestSyncBadInput(t *testing.T) {
 	cachectl(t, "sync", "--resource", "pods").failed(t, 2, "--db PATH is required")
 	cachectl(t, "sync", "--db", "x.db").failed(t, 2, "--resource is required")
@@ -216,7 +182,7 @@ func TestSyncBadInput(t *testing.T) {
 	cachectl(t, "sync", "--db", "x.db", "--resource", "pods", "-v=-1").failed(t, 2, "-v must not be negative")
 
 	cluster := testcluster.StartT(t)
-	kubeconfig := writeKubeconfig(t, cluster.Config())
+	kubeconfig := testutil.WriteKubeconfig(t, cluster.Config())
 	db := filepath.Join(t.TempDir(), "c.db")
 	cachectl(t, "sync", "--kubeconfig", kubeconfig, "--db", db, "--resource", "nosuchthings").failed(t, 1, `doesn't have a resource type "nosuchthings"`)
 
@@ -258,7 +224,7 @@ func TestSyncUnreachableAPIServer(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	kubeconfig := writeKubeconfig(t, &rest.Config{Host: "https://" + addr})
+	kubeconfig := testutil.WriteKubeconfig(t, &rest.Config{Host: "https://" + addr})
 	db := filepath.Join(t.TempDir(), "c.db")
 	r := cachectl(t, "sync", "--kubeconfig", kubeconfig, "--db", db, "--resource", "pods")
 	want := fmt.Sprintf("The connection to the server %s was refused - did you specify the right host or port?\n", addr)
@@ -281,13 +247,13 @@ func TestSyncHealthAndJSONLogs(t *testing.T) {
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := writeKubeconfig(t, cluster.Config())
+	kubeconfig := testutil.WriteKubeconfig(t, cluster.Config())
 	db := filepath.Join(t.TempDir(), "c.db")
 	addr := freeAddr(t)
 	stderr, stop := startSync(t, "--kubeconfig", kubeconfig, "--db", db, "--resource", "cm", "-n", ns,
 		"--metrics-addr", addr, "-v=2", "--logging-format=json")
 	base := "http://" + addr
-	waitFor(t, "/readyz to pass", func() bool {
+	testutil.Eventually(t, "/readyz to pass", time.Minute, func() bool {
 		resp, err := http.Get(base + "/readyz")
 		if err != nil {
 			return false
@@ -295,6 +261,7 @@ func TestSyncHealthAndJSONLogs(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
+
 	if code, body := httpGet(t, base+"/healthz"); code != 200 || body != "ok" {
 		t.Errorf("/healthz = %d %q", code, body)
 	}
@@ -305,7 +272,7 @@ func TestSyncHealthAndJSONLogs(t *testing.T) {
 	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the add logged", func() bool { return strings.Contains(stderr.String(), `"name":"late"`) })
+	testutil.Eventually(t, "the add logged", time.Minute, func() bool { return strings.Contains(stderr.String(), `"name":"late"`) })
 	if code, out := stop(); code != 0 {
 		t.Fatalf("sync exit %d, stderr:\n%s", code, out)
 	}

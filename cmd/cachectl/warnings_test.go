@@ -12,6 +12,7 @@ import (
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // TestGetWarnsStale: a store last written longer ago than --stale-after
@@ -82,7 +83,7 @@ func TestGetWarnsScopeAndRelist(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	before := stateOf(t, path)
+	before := testutil.StatFile(t, path)
 	for _, tc := range []struct {
 		args   []string
 		stdout string
@@ -103,5 +104,5 @@ func TestGetWarnsScopeAndRelist(t *testing.T) {
 			t.Errorf("%v: exit %d\nstdout %q\nwant   %q\nstderr %q\nwant   %q", tc.args, r.code, r.stdout, tc.stdout, r.stderr, tc.stderr)
 		}
 	}
-	unchanged(t, path, before)
+	testutil.Unchanged(t, path, before)
 }

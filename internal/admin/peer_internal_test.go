@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // TestServerRefusesOtherUIDs: a connection from a uid the server does not
@@ -19,11 +19,7 @@ import (
 // a second server on a live socket names the process holding it; a stale
 // socket file is replaced.
 func TestServerRefusesOtherUIDs(t *testing.T) {
-	dir, err := os.MkdirTemp("", "adm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testutil.ShortTempDir(t)
 	db, err := cachefile.Open(filepath.Join(dir, "cache.db"), cachefile.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
@@ -32,12 +28,7 @@ func TestServerRefusesOtherUIDs(t *testing.T) {
 	sock := filepath.Join(dir, "admin.sock")
 
 	// A stale socket file (its process died) is no obstacle.
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.SetUnlinkOnClose(false)
-	l.Close()
+	testutil.StaleSocket(t, sock)
 	srv, err := NewServer(sock, db)
 	if err != nil {
 		t.Fatalf("stale socket: %v", err)

@@ -24,25 +24,15 @@ import (
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/admin"
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
-
-// shortDir returns a temp dir short enough for unix socket paths.
-func shortDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "adm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
 
 // live opens the fixture for writing and serves its Pods, ConfigMaps,
 // Secrets and Widgets (not Gadgets) on a socket.
 func live(t *testing.T) (*admintest.Stores, *admin.Server, *admin.Client) {
 	t.Helper()
-	dir := shortDir(t)
+	dir := testutil.ShortTempDir(t)
 	s, err := admintest.Open(filepath.Join(dir, "cache.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +250,7 @@ func TestServerErrors(t *testing.T) {
 }
 
 func TestServerSocketPath(t *testing.T) {
-	dir := shortDir(t)
+	dir := testutil.ShortTempDir(t)
 	s, err := admintest.Open(filepath.Join(dir, "cache.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -365,7 +355,7 @@ func TestServerCloseEndsStreams(t *testing.T) {
 }
 
 func TestServe(t *testing.T) {
-	dir := shortDir(t)
+	dir := testutil.ShortTempDir(t)
 	s, err := admintest.Open(filepath.Join(dir, "cache.db"))
 	if err != nil {
 		t.Fatal(err)

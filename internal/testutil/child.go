@@ -41,7 +41,7 @@ type Child struct {
 	t      testing.TB
 	role   string
 	cmd    *exec.Cmd
-	stderr *syncBuilder
+	stderr *SyncBuffer
 
 	mu      sync.Mutex
 	lines   []string
@@ -57,7 +57,7 @@ func StartChild(t testing.TB, role string, env ...string) *Child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(append(os.Environ(), ChildRoleEnv+"="+role), env...)
-	c := &Child{t: t, role: role, cmd: cmd, stderr: &syncBuilder{}, changed: make(chan struct{})}
+	c := &Child{t: t, role: role, cmd: cmd, stderr: &SyncBuffer{}, changed: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -71,9 +71,7 @@ func StartChild(t testing.TB, role string, env ...string) *Child {
 		_ = cmd.Process.Kill()
 		c.wait(time.Minute)
 	})
-	if _, ok := c.WaitLine(time.Minute, func(l string) bool { return l == ReadyLine }); !ok {
-		t.Fatalf("child %s did not print %q: exited %t; stdout %q; stderr:\n%s", role, ReadyLine, c.Exited(), c.Lines(), c.Stderr())
-	}
+	c.Await(time.Minute, ReadyLine)
 	return c
 }
 
@@ -115,9 +113,10 @@ func (c *Child) Exited() bool {
 	return c.exited
 }
 
-// WaitLine waits up to timeout for a stdout line that match accepts and
-// returns the first one; false if the child exits or time runs out first.
-func (c *Child) WaitLine(timeout time.Duration, match func(string) bool) (string, bool) {
+// Await waits up to timeout for the child to print line on stdout, and
+// fails the test if the child exits or time runs out first.
+func (c *Child) Await(timeout time.Duration, line string) {
+	c.t.Helper()
 	deadline := time.After(timeout)
 	seen := 0
 	for {
@@ -126,26 +125,43 @@ func (c *Child) WaitLine(timeout time.Duration, match func(string) bool) (string
 		seen = len(c.lines)
 		c.mu.Unlock()
 		for _, l := range lines {
-			if match(l) {
-				return l, true
+			if l == line {
+				return
 			}
 		}
 		if exited {
-			return "", false
+			c.t.Fatalf("child %s exited (%v) before printing %q; last stdout %q; stderr:\n%s", c.role, c.state, line, tail(c.Lines(), 5), c.Stderr())
 		}
 		select {
 		case <-changed:
 		case <-deadline:
-			return "", false
+			c.t.Fatalf("child %s did not print %q within %v; last stdout %q; stderr:\n%s", c.role, line, timeout, tail(c.Lines(), 5), c.Stderr())
 		}
 	}
 }
 
-// Kill sends SIGKILL to the child.
-func (c *Child) Kill() {
+// Count returns how many stdout lines so far start with prefix (after
+// WaitKilled: how many the child printed in all).
+func (c *Child) Count(prefix string) int {
+	n := 0
+	for _, l := range c.Lines() {
+		if strings.HasPrefix(l, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// KillAfter sleeps d (a random delay picks when a crash lands; it
+// asserts nothing), sends SIGKILL to the child, and waits for it as
+// WaitKilled does.
+func (c *Child) KillAfter(d time.Duration) {
+	c.t.Helper()
+	time.Sleep(d)
 	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil && !c.Exited() {
 		c.t.Fatalf("kill child %s: %v", c.role, err)
 	}
+	c.WaitKilled(time.Minute)
 }
 
 // wait waits up to timeout for the child to exit; it reports whether it did.
@@ -167,8 +183,10 @@ func (c *Child) wait(timeout time.Duration) bool {
 }
 
 // WaitKilled waits up to timeout for the child to die and fails the test
-// unless SIGKILL ended it (by Kill, or by a failpoint). A child still
-// running at the timeout is killed and the test fails.
+// unless SIGKILL ended it (by KillAfter, or by a failpoint) and its stderr
+// shows no data race (the race detector reports and goes on, so a killed
+// child's exit status cannot tell). A child still running at the timeout
+// is killed and the test fails.
 func (c *Child) WaitKilled(timeout time.Duration) {
 	c.t.Helper()
 	if !c.wait(timeout) {
@@ -182,6 +200,9 @@ func (c *Child) WaitKilled(timeout time.Duration) {
 	ws, ok := state.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		c.t.Fatalf("child %s ended with %v, not by SIGKILL; last stdout %q; stderr:\n%s", c.role, state, tail(c.Lines(), 5), c.Stderr())
+	}
+	if s := c.Stderr(); strings.Contains(s, "WARNING: DATA RACE") {
+		c.t.Fatalf("child %s had a data race:\n%s", c.role, s)
 	}
 }
 
@@ -201,34 +222,21 @@ func (ChildTB) Fatal(args ...any)         { fmt.Fprintln(os.Stderr, args...); os
 func (ChildTB) Fatalf(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...); os.Exit(1) }
 func (ChildTB) Errorf(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...); os.Exit(1) }
 
-// syncBuilder is a strings.Builder safe for the child's stderr copier and
-// the test reading it.
-type syncBuilder struct {
+// SyncBuffer collects a process's output: safe for the goroutine that
+// copies it in and the test reading it.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  strings.Builder
 }
 
-func (s *syncBuilder) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuilder) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// Eventually polls cond every 10 ms until it holds, and fails the test if
-// it does not within timeout.
-func Eventually(t testing.TB, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -1,13 +1,18 @@
 // Package migrationstest writes cache files in old schema versions, so
 // that tests of package migrations and of cachectl's migrate command can
-// start from a real old file. It writes the layouts exactly as defined by
-// package migrations (internal/v0) and never through boltindexer.
+// start from a real old file, and reads any version back (Dump,
+// SchemaVersion) so a test can compare a file before and after. It writes
+// the layouts exactly as defined by package migrations (internal/v0) and
+// never through boltindexer.
 package migrationstest
 
 import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
+	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -167,4 +172,83 @@ func record(obj runtime.Object) (*v0.Record, error) {
 		rec.Payload, err = json.Marshal(obj)
 	}
 	return rec, err
+}
+
+// Dump lists every bucket and key of a closed file, one line each, in
+// order, so two files can be compared logically.
+func Dump(t testing.TB, path string) []string {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("dump %s: %v", path, err)
+	}
+	defer db.Close()
+	var out []string
+	var walk func(prefix string, b *bolt.Bucket)
+	walk = func(prefix string, b *bolt.Bucket) {
+		_ = b.ForEach(func(k, v []byte) error {
+			if sub := b.Bucket(k); sub != nil {
+				out = append(out, fmt.Sprintf("%s/%q/", prefix, k))
+				walk(fmt.Sprintf("%s/%q", prefix, k), sub)
+				return nil
+			}
+			out = append(out, fmt.Sprintf("%s/%q=%x", prefix, k, v))
+			return nil
+		})
+	}
+	_ = db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			out = append(out, fmt.Sprintf("%q/", name))
+			walk(fmt.Sprintf("%q", name), b)
+			return nil
+		})
+	})
+	return out
+}
+
+// DiffDumps is the lines only a has (-) and only b has (+), sorted, at
+// most 20 of them; "" when the dumps are the same.
+func DiffDumps(a, b []string) string {
+	sa, sb := map[string]bool{}, map[string]bool{}
+	for _, l := range a {
+		sa[l] = true
+	}
+	for _, l := range b {
+		sb[l] = true
+	}
+	var d []string
+	for l := range sa {
+		if !sb[l] {
+			d = append(d, "- "+l)
+		}
+	}
+	for l := range sb {
+		if !sa[l] {
+			d = append(d, "+ "+l)
+		}
+	}
+	sort.Strings(d)
+	if len(d) > 20 {
+		d = append(d[:20], fmt.Sprintf("… %d more", len(d)-20))
+	}
+	return strings.Join(d, "\n")
+}
+
+// SchemaVersion is the schema version of the closed file at path.
+func SchemaVersion(t testing.TB, path string) uint64 {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatalf("open %s: %v", path, err)
+	}
+	defer db.Close()
+	var v uint64
+	if err := db.View(func(tx *bolt.Tx) error {
+		var err error
+		v, _, err = cachefile.SchemaVersion(tx)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return v
 }

@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // buildCachectl builds cmd/cachectl into dir and returns its path.
@@ -93,13 +95,13 @@ func compactManagedFields(obj runtime.Object) runtime.Object {
 // syncProcess is a running `cachectl sync`.
 type syncProcess struct {
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *testutil.SyncBuffer
 	done   chan struct{}
 }
 
 func startCachectlSync(t *testing.T, bin string, args ...string) *syncProcess {
 	t.Helper()
-	p := &syncProcess{cmd: exec.Command(bin, append([]string{"sync"}, args...)...), stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &syncProcess{cmd: exec.Command(bin, append([]string{"sync"}, args...)...), stderr: &testutil.SyncBuffer{}, done: make(chan struct{})}
 	p.cmd.Stderr = p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -112,7 +114,7 @@ func startCachectlSync(t *testing.T, bin string, args ...string) *syncProcess {
 // awaitStderr waits until the process has printed every one of lines.
 func (p *syncProcess) awaitStderr(t *testing.T, lines ...string) {
 	t.Helper()
-	eventually(t, syncTimeout, fmt.Sprintf("cachectl sync to print %q", lines), func() string {
+	testutil.EventuallyDiff(t, fmt.Sprintf("cachectl sync to print %q", lines), syncTimeout, func() string {
 		s := p.stderr.String()
 		select {
 		case <-p.done:
@@ -126,6 +128,7 @@ func (p *syncProcess) awaitStderr(t *testing.T, lines ...string) {
 		}
 		return ""
 	})
+
 }
 
 // signal sends sig and waits for the process to exit; it returns the exit code.
@@ -156,8 +159,7 @@ func TestCachectlSync(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := buildCachectl(t, dir)
-	kubeconfig, db, sock := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "cache.db"), filepath.Join(dir, "sync.sock")
-	writeKubeconfig(t, c.Config(), kubeconfig)
+	kubeconfig, db, sock := testutil.WriteKubeconfig(t, c.Config()), filepath.Join(dir, "cache.db"), filepath.Join(dir, "sync.sock")
 	args := []string{"--kubeconfig", kubeconfig, "--db", db, "--resource", "configmaps,pods", "-n", ns, "--socket", sock}
 
 	converged := func(source ...string) func() string {
@@ -177,7 +179,7 @@ func TestCachectlSync(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		cms[ns+"/"+cmName(i)] = m.update(t, cl, cms[ns+"/"+cmName(i)], "v2")
 	}
-	eventually(t, convergeTimeout, "the running sync to converge (read through --socket)", converged("--socket", sock))
+	testutil.EventuallyDiff(t, "the running sync to converge (read through --socket)", convergeTimeout, converged("--socket", sock))
 	first.signal(syscall.SIGKILL)
 	cachectl(t, bin, "check", "--db", db)
 
@@ -187,7 +189,7 @@ func TestCachectlSync(t *testing.T) {
 	}
 	second := startCachectlSync(t, bin, args...)
 	second.awaitStderr(t, "configmaps: resuming watch at resourceVersion", "pods: resuming watch at resourceVersion", "configmaps: synced", "pods: synced")
-	eventually(t, convergeTimeout, "the restarted sync to converge (read through --socket)", converged("--socket", sock))
+	testutil.EventuallyDiff(t, "the restarted sync to converge (read through --socket)", convergeTimeout, converged("--socket", sock))
 	if code := second.signal(syscall.SIGTERM); code != 0 {
 		t.Fatalf("cachectl sync exited %d on SIGTERM:\n%s", code, tail(second.stderr.String()))
 	}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // reconciledAnnotation is set by the test's reconciler to the ConfigMap's
@@ -135,7 +136,7 @@ func TestControllerRuntimeManager(t *testing.T) {
 		}
 		return ""
 	}
-	eventually(t, convergeTimeout, "every ConfigMap to be reconciled", reconciled)
+	testutil.EventuallyDiff(t, "every ConfigMap to be reconciled", convergeTimeout, reconciled)
 	m := newMutation()
 	for i := 0; i < 5; i++ {
 		cm, err := cl.CoreV1().ConfigMaps(ns).Get(ctx, cmName(i), metav1.GetOptions{})
@@ -144,7 +145,7 @@ func TestControllerRuntimeManager(t *testing.T) {
 		}
 		m.update(t, cl, cm, "v2")
 	}
-	eventually(t, convergeTimeout, "the updated ConfigMaps to be reconciled", reconciled)
+	testutil.EventuallyDiff(t, "the updated ConfigMaps to be reconciled", convergeTimeout, reconciled)
 
 	mu.Lock()
 	infs := append([]toolscache.SharedIndexInformer(nil), made...)
@@ -158,9 +159,10 @@ func TestControllerRuntimeManager(t *testing.T) {
 		t.Fatalf("the manager's informer is a %T, not boltinformer's", infs[0])
 	}
 	want := listObjects(t, cl, "configmaps", ns, metav1.ListOptions{})
-	eventually(t, convergeTimeout, "the file to hold the reconciled objects", func() string {
+	testutil.EventuallyDiff(t, "the file to hold the reconciled objects", convergeTimeout, func() string {
 		return diffRVs(rvs(want), rvs(storeObjects(ours)))
 	})
+
 	assertSameObjects(t, "cache file vs LIST", want, storeObjects(ours))
 	if reads.Load() == 0 {
 		t.Fatal("the reconciler never read an object")

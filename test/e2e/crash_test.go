@@ -1,17 +1,12 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,25 +15,23 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // The crash child's environment.
 const (
-	crashChildName = "crash"
-	envKubeconfig  = "E2E_KUBECONFIG"
-	envDB          = "E2E_DB"
-	envNamespace   = "E2E_NAMESPACE"
-	envWatchList   = "E2E_WATCHLIST" // "off": paged LISTs; else client-go's default
+	envKubeconfig = "E2E_KUBECONFIG"
+	envDB         = "E2E_DB"
+	envNamespace  = "E2E_NAMESPACE"
+	envWatchList  = "E2E_WATCHLIST" // "off": paged LISTs; else client-go's default
 )
 
 const (
@@ -68,8 +61,9 @@ func crashOptions(watchList string) boltinformer.InformerOptions {
 }
 
 // crashChild runs an informer on the ConfigMaps of a namespace of the real
-// apiserver, with fsync on, until it is killed. It prints "running" once
-// its file is open and "synced" once the informer has synced.
+// apiserver, with fsync on, until it is killed. It prints
+// testutil.ReadyLine once its file is open and "synced" once the informer
+// has synced.
 func crashChild() int {
 	fail := func(err error) int {
 		fmt.Fprintln(os.Stderr, "crash child:", err)
@@ -99,7 +93,7 @@ func crashChild() int {
 	if err != nil {
 		return fail(err)
 	}
-	fmt.Println("running")
+	fmt.Println(testutil.ReadyLine)
 	go func() {
 		if cache.WaitForCacheSync(nil, inf.HasSynced, reg.HasSynced) {
 			fmt.Println("synced")
@@ -107,108 +101,6 @@ func crashChild() int {
 	}()
 	inf.RunWithContext(context.Background()) // until SIGKILL
 	return 0
-}
-
-// writeKubeconfig writes a kubeconfig for cfg (a testcluster Config) to path.
-func writeKubeconfig(t *testing.T, cfg *rest.Config, path string) {
-	t.Helper()
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, CertificateAuthority: cfg.CAFile}
-	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: cfg.BearerToken}
-	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "admin"}
-	kc.CurrentContext = "e2e"
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// child is a running crash child.
-type child struct {
-	cmd    *exec.Cmd
-	lines  chan string
-	stderr *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func startChild(t *testing.T, env ...string) *child {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := &child{cmd: exec.Command(exe, "-test.run=^$"), lines: make(chan string, 16), stderr: &syncBuffer{}}
-	ch.cmd.Env = append(os.Environ(), append([]string{childEnv + "=" + crashChildName}, env...)...)
-	ch.cmd.Stderr = ch.stderr
-	out, err := ch.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ch.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() {
-		defer close(ch.lines)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			ch.lines <- sc.Text()
-		}
-	}()
-	t.Cleanup(func() { ch.kill() })
-	return ch
-}
-
-// await waits for the child to print line.
-func (ch *child) await(t *testing.T, line string) {
-	t.Helper()
-	timeout := time.After(syncTimeout)
-	for {
-		select {
-		case l, ok := <-ch.lines:
-			if !ok {
-				ch.kill()
-				t.Fatalf("crash child exited before %q:\n%s", line, tail(ch.stderr.String()))
-			}
-			if l == line {
-				return
-			}
-		case <-timeout:
-			ch.kill()
-			t.Fatalf("crash child did not print %q within %v:\n%s", line, syncTimeout, tail(ch.stderr.String()))
-		}
-	}
-}
-
-// kill sends SIGKILL and reaps the child; it is idempotent.
-func (ch *child) kill() {
-	if ch.cmd.ProcessState != nil {
-		return
-	}
-	_ = ch.cmd.Process.Signal(syscall.SIGKILL)
-	_ = ch.cmd.Wait()
-}
-
-func tail(s string) string {
-	if len(s) > 4000 {
-		return "…" + s[len(s)-4000:]
-	}
-	return s
 }
 
 // churn creates, updates and deletes ConfigMaps of a namespace until stopped.
@@ -293,8 +185,7 @@ func TestSIGKILLDuringChurn(t *testing.T) {
 	ns := newNamespace(t, cl, "e2e-crash")
 	existing := createConfigMaps(t, cl, ns, 0, crashObjects)
 	dir := t.TempDir()
-	kubeconfig, path := filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "cache.db")
-	writeKubeconfig(t, c.Config(), kubeconfig)
+	kubeconfig, path := testutil.WriteKubeconfig(t, c.Config()), filepath.Join(dir, "cache.db")
 
 	seed := time.Now().UnixNano()
 	t.Logf("seed %d", seed)
@@ -306,19 +197,14 @@ func TestSIGKILLDuringChurn(t *testing.T) {
 		if kill%2 == 0 {
 			watchList = "off"
 		}
-		child := startChild(t, envKubeconfig+"="+kubeconfig, envDB+"="+path, envNamespace+"="+ns, envWatchList+"="+watchList)
-		child.await(t, "running")
+		child := testutil.StartChild(t, "crash", envKubeconfig+"="+kubeconfig, envDB+"="+path, envNamespace+"="+ns, envWatchList+"="+watchList)
 		when := "after start"
 		if kill%2 == 1 {
-			child.await(t, "synced")
+			child.Await(syncTimeout, "synced")
 			when = "after sync"
 		}
 		delay := time.Duration(50+r.Intn(1500)) * time.Millisecond
-		time.Sleep(delay) // when to kill: random, not an assertion
-		child.kill()
-		if s := child.stderr.String(); strings.Contains(s, "DATA RACE") || strings.Contains(s, "panic:") {
-			t.Fatalf("crash child failed:\n%s", tail(s))
-		}
+		child.KillAfter(delay) // when to kill: random, not an assertion
 		checkKilledFile(t, cl, path, ns, fmt.Sprintf("kill %d (%v %s, watchList=%s)", kill, delay, when, watchList))
 	}
 	ops, err := ch.stop()
@@ -331,9 +217,10 @@ func TestSIGKILLDuringChurn(t *testing.T) {
 	rc := startCache(t, cl, path, ns, configMapSpec(opts))
 	ri := rc.infs[0]
 	want := listObjects(t, cl, "configmaps", ns, metav1.ListOptions{})
-	eventually(t, convergeTimeout, "the restarted informer to converge", func() string {
+	testutil.EventuallyDiff(t, "the restarted informer to converge", convergeTimeout, func() string {
 		return diffRVs(rvs(want), rvs(storeObjects(ri.Informer)))
 	})
+
 	assertSameObjects(t, "cache vs LIST", want, storeObjects(ri.Informer))
 	t.Logf("last start: %v", ri.lw.Calls())
 	rc.stop()

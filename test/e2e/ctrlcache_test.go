@@ -30,6 +30,7 @@ import (
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/ctrlcache"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // TestCtrlCacheScopeMatchesRequests runs a controller-runtime cache whose
@@ -146,9 +147,10 @@ func TestCtrlCacheScopeMatchesRequests(t *testing.T) {
 		t.Logf("%s: store %s, scope %+v", resource, inf.Name(), stored)
 	}
 	want := listObjects(t, cl, "configmaps", ns, metav1.ListOptions{LabelSelector: shards.String()})
-	eventually(t, convergeTimeout, "the ConfigMaps store to match the apiserver", func() string {
+	testutil.EventuallyDiff(t, "the ConfigMaps store to match the apiserver", convergeTimeout, func() string {
 		return diffRVs(rvs(want), rvs(storeObjects(infs["configmaps"])))
 	})
+
 	if n := len(storeObjects(infs["namespaces"])); n != 1 {
 		t.Errorf("the Namespaces store holds %d objects, want 1 (%s)", n, ns)
 	}
@@ -166,13 +168,13 @@ func TestCtrlCacheScopeMatchesRequests(t *testing.T) {
 // exampleProcess is a running example program.
 type exampleProcess struct {
 	cmd            *exec.Cmd
-	stdout, stderr *syncBuffer
+	stdout, stderr *testutil.SyncBuffer
 	done           chan struct{}
 }
 
 func startExample(t *testing.T, bin string, args ...string) *exampleProcess {
 	t.Helper()
-	p := &exampleProcess{cmd: exec.Command(bin, args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p := &exampleProcess{cmd: exec.Command(bin, args...), stdout: &testutil.SyncBuffer{}, stderr: &testutil.SyncBuffer{}, done: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -192,7 +194,7 @@ func startExample(t *testing.T, bin string, args ...string) *exampleProcess {
 // await waits until the process printed line on stdout.
 func (p *exampleProcess) await(t *testing.T, line string) {
 	t.Helper()
-	eventually(t, syncTimeout, "the example to print "+line, func() string {
+	testutil.EventuallyDiff(t, "the example to print "+line, syncTimeout, func() string {
 		select {
 		case <-p.done:
 			t.Fatalf("the example exited (%v):\nstdout:\n%s\nstderr:\n%s", p.cmd.ProcessState, p.stdout.String(), tail(p.stderr.String()))
@@ -203,6 +205,7 @@ func (p *exampleProcess) await(t *testing.T, line string) {
 		}
 		return ""
 	})
+
 }
 
 // terminate sends SIGTERM and fails t unless the process exits 0.
@@ -243,8 +246,7 @@ func TestControllerRuntimeExample(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildExample(t, dir, "controller-runtime")
 	cachectlBin := buildCachectl(t, dir)
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	writeKubeconfig(t, c.Config(), kubeconfig)
+	kubeconfig := testutil.WriteKubeconfig(t, c.Config())
 	db := filepath.Join(dir, "ctrl.db")
 	args := []string{"--kubeconfig", kubeconfig, "--db", db, "--namespace", ns, "--metrics-bind-address", "0", "--health-probe-bind-address", "0"}
 
@@ -260,7 +262,7 @@ func TestControllerRuntimeExample(t *testing.T) {
 	}
 	p := startExample(t, bin, args...)
 	p.await(t, `"event":"synced"`)
-	eventually(t, convergeTimeout, "the example to annotate every ConfigMap", annotated("2"))
+	testutil.EventuallyDiff(t, "the example to annotate every ConfigMap", convergeTimeout, annotated("2"))
 	names := strings.Fields(string(cachectl(t, cachectlBin, "get", "configmaps", "-n", ns, "-o", "name", "--socket", db+".sock")))
 	if len(names) != 10 {
 		t.Fatalf("cachectl get --socket listed %d ConfigMaps, want 10: %v", len(names), names)
@@ -281,7 +283,7 @@ func TestControllerRuntimeExample(t *testing.T) {
 	}
 	p = startExample(t, bin, args...)
 	p.await(t, `"event":"synced"`)
-	eventually(t, convergeTimeout, "the example to annotate the changed ConfigMap", func() string {
+	testutil.EventuallyDiff(t, "the example to annotate the changed ConfigMap", convergeTimeout, func() string {
 		got, err := cl.CoreV1().ConfigMaps(ns).Get(context.Background(), cmName(0), metav1.GetOptions{})
 		if err != nil {
 			return err.Error()
@@ -291,6 +293,7 @@ func TestControllerRuntimeExample(t *testing.T) {
 		}
 		return ""
 	})
+
 	p.terminate(t)
 	boltindexertest.CheckFile(t, db)
 }
@@ -306,8 +309,7 @@ func TestAgentExample(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildExample(t, dir, "agent")
 	cachectlBin := buildCachectl(t, dir)
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	writeKubeconfig(t, c.Config(), kubeconfig)
+	kubeconfig := testutil.WriteKubeconfig(t, c.Config())
 	db := filepath.Join(dir, "agent.db")
 	p := startExample(t, bin, "--kubeconfig", kubeconfig, "--db", db, "--namespace", ns, "--metrics-addr", "127.0.0.1:0")
 	p.await(t, `"event":"synced"`)

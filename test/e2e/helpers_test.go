@@ -19,7 +19,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
@@ -28,13 +27,13 @@ import (
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testcluster"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // Timeouts are generous: CI runs these tests with -race on two busy cores.
 const (
 	syncTimeout     = 4 * time.Minute // an informer's first sync (5k objects under -race)
 	convergeTimeout = 3 * time.Minute // a change to reach the cache, through backoff after an apiserver restart
-	pollInterval    = 250 * time.Millisecond
 	createWorkers   = 16
 )
 
@@ -111,14 +110,15 @@ func newConfigMap(ns string, i int, version string) *v1.ConfigMap {
 	}
 }
 
+// newPod is pod i of ns, with the one container the apiserver requires.
 func newPod(ns string, i int) *v1.Pod {
-	return &v1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%05d", i), Namespace: ns, Labels: map[string]string{"app": "e2e", "shard": fmt.Sprint(i % 8)}},
-		Spec: v1.PodSpec{Containers: []v1.Container{{
-			Name: "main", Image: "registry.invalid/e2e:1",
-			Env: []v1.EnvVar{{Name: "INDEX", Value: fmt.Sprint(i)}},
-		}}},
-	}
+	return testutil.Pod(ns, fmt.Sprintf("pod-%05d", i), "", testutil.Label("app", "e2e"), testutil.Label("shard", fmt.Sprint(i%8)),
+		func(p *v1.Pod) {
+			p.Spec.Containers = []v1.Container{{
+				Name: "main", Image: "registry.invalid/e2e:1",
+				Env: []v1.EnvVar{{Name: "INDEX", Value: fmt.Sprint(i)}},
+			}}
+		})
 }
 
 // createParallel calls create(i) for i in [0,n) on createWorkers goroutines.
@@ -313,20 +313,6 @@ func (rc *runningCache) stop() {
 	boltindexertest.CheckFile(rc.t, rc.path)
 }
 
-// eventually polls cond until it returns "" or timeout passes; cond
-// returns a description of what is still wrong.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() string) {
-	t.Helper()
-	var last string
-	err := wait.PollUntilContextTimeout(context.Background(), pollInterval, timeout, true, func(context.Context) (bool, error) {
-		last = cond()
-		return last == "", nil
-	})
-	if err != nil {
-		t.Fatalf("timed out after %v waiting for %s: %s", timeout, what, last)
-	}
-}
-
 // requestCount reads the apiserver's count of verb requests on resource.
 func requestCount(t *testing.T, c *testcluster.Cluster, verb, resource string) float64 {
 	t.Helper()
@@ -364,4 +350,12 @@ func openReadOnly(t *testing.T, path, name string, example runtime.Object) *bolt
 		t.Fatalf("open %s read-only: %v", path, err)
 	}
 	return st
+}
+
+// tail returns the last 4000 bytes of a process's output.
+func tail(s string) string {
+	if len(s) > 4000 {
+		return "…" + s[len(s)-4000:]
+	}
+	return s
 }

@@ -13,16 +13,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/boltinformer/boltinformer/internal/testcluster"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
-// childEnv, when set, makes the test binary run a child process of a test
-// (see crash_test.go) instead of the tests.
-const childEnv = "BOLTINFORMER_E2E_CHILD"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) != "" {
-		os.Exit(runChild(os.Getenv(childEnv)))
-	}
+	testutil.RunChild(map[string]func() int{"crash": crashChild})
 	code := m.Run()
 	if err := stopSharedCluster(code != 0); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -94,14 +89,4 @@ func fileTail(path string, n int64) string {
 	}
 	b, _ := io.ReadAll(f)
 	return string(b)
-}
-
-// runChild runs the child process named by childEnv and returns its exit code.
-func runChild(name string) int {
-	switch name {
-	case crashChildName:
-		return crashChild()
-	}
-	fmt.Fprintf(os.Stderr, "unknown %s=%q\n", childEnv, name)
-	return 2
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -136,7 +137,7 @@ func TestWatchInterruption(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		before.update(t, cl, cms[fmt.Sprintf("%s/%s", ns, cmName(i))], "v2")
 	}
-	eventually(t, convergeTimeout, "changes before the restart", converged)
+	testutil.EventuallyDiff(t, "changes before the restart", convergeTimeout, converged)
 
 	restartAPIServer(t, c, cl)
 	m := newMutation()
@@ -151,7 +152,7 @@ func TestWatchInterruption(t *testing.T) {
 		m.delete(t, cl, cms[ns+"/"+cmName(i)])
 	}
 	m.update(t, cl, created[0], "v2")
-	eventually(t, convergeTimeout, "changes after the restart", converged)
+	testutil.EventuallyDiff(t, "changes after the restart", convergeTimeout, converged)
 
 	for k := range m.created {
 		if !ri.rec.seen("add", k, "") {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -34,9 +35,10 @@ func TestSnapshotRestore(t *testing.T) {
 	for i := 100; i < 103; i++ {
 		m.update(t, cl, cms[ns+"/"+cmName(i)], "v2")
 	}
-	eventually(t, convergeTimeout, "the live cache to converge", func() string {
+	testutil.EventuallyDiff(t, "the live cache to converge", convergeTimeout, func() string {
 		return diffRVs(rvs(listObjects(t, cl, "configmaps", ns, metav1.ListOptions{})), rvs(storeObjects(live.Informer)))
 	})
+
 	liveRV, err := live.Store().ResourceVersion()
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/internal/testcluster"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // watchEvents returns the events a watch delivers for m, in the order of
@@ -86,7 +87,7 @@ func awaitSentinel(t *testing.T, cl *client, ns string, i int, recs ...*recorder
 	t.Helper()
 	cm := newMutation().create(t, cl, ns, i)
 	key := ns + "/" + cm.Name
-	eventually(t, convergeTimeout, "the sentinel's add", func() string {
+	testutil.EventuallyDiff(t, "the sentinel's add", convergeTimeout, func() string {
 		for j, rec := range recs {
 			if !rec.seen("add", key, cm.ResourceVersion) {
 				return fmt.Sprintf("handler %d: %d events so far", j, len(rec.Events()))
@@ -94,6 +95,7 @@ func awaitSentinel(t *testing.T, cl *client, ns string, i int, recs ...*recorder
 		}
 		return ""
 	})
+
 	return event{typ: "add", key: key, rv: cm.ResourceVersion}
 }
 
@@ -172,12 +174,13 @@ func TestWarmRestart(t *testing.T) {
 // configmaps since before (it counts a WATCH when it ends).
 func awaitWatchCounted(t *testing.T, c *testcluster.Cluster, before float64) {
 	t.Helper()
-	eventually(t, 30*time.Second, "the apiserver to count the WATCH", func() string {
+	testutil.EventuallyDiff(t, "the apiserver to count the WATCH", 30*time.Second, func() string {
 		if n := requestCount(t, c, "WATCH", "configmaps"); n <= before {
 			return fmt.Sprintf("WATCH configmaps count still %v", n)
 		}
 		return ""
 	})
+
 }
 
 // storedState is what a closed cache file holds for ConfigMaps.

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -71,12 +70,12 @@ func TestFailpointMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	v1file := filepath.Join(fixtures, "v1.db")
-	copyFile(t, v0, v1file)
+	testutil.CopyFile(t, v0, v1file)
 	one := uint64(1)
 	if _, err := migrations.Migrate(v1file, migrations.Options{Target: &one, NoSync: true, Now: migratedAt}); err != nil {
 		t.Fatal(err)
 	}
-	dumps := map[uint64]map[string]string{0: dump(t, v0), 1: dump(t, v1file)}
+	dumps := map[uint64][]string{0: migrationstest.Dump(t, v0), 1: migrationstest.Dump(t, v1file)}
 	for _, tc := range []struct {
 		from uint64
 		fp   string
@@ -93,17 +92,17 @@ func TestFailpointMigration(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("v%d %s", tc.from, tc.fp), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cache.db")
-			copyFile(t, map[uint64]string{0: v0, 1: v1file}[tc.from], path)
+			testutil.CopyFile(t, map[uint64]string{0: v0, 1: v1file}[tc.from], path)
 			child := testutil.StartChild(t, "migrate", failpoint.Env+"="+tc.fp, "FP_DB="+path)
 			child.WaitKilled(killWithin)
-			if got := versionOf(t, path); got != tc.want {
+			if got := migrationstest.SchemaVersion(t, path); got != tc.want {
 				t.Fatalf("after the kill the file is v%d, want v%d", got, tc.want)
 			}
 			switch tc.want {
 			case 0, 1:
 				// The complete old (or intermediate) version: the same
 				// content as a clean migration to it, and its check passes.
-				if d := diffStates(dump(t, path), dumps[tc.want]); d != "" {
+				if d := migrationstest.DiffDumps(dumps[tc.want], migrationstest.Dump(t, path)); d != "" {
 					t.Fatalf("the v%d file left is not complete: %s", tc.want, d)
 				}
 				rep, err := migrations.Plan(path, migrations.Options{})
@@ -134,17 +133,17 @@ func TestFailpointCompaction(t *testing.T) {
 	h := history()
 	fixture := filepath.Join(t.TempDir(), "churned.db")
 	syncTo(t, fixture, h, h.Final()) // 1500 events of churn leave free pages
-	orig := dump(t, fixture)
+	orig := migrationstest.Dump(t, fixture)
 	objs := h.ObjectsAt(h.Final())
 	for _, fp := range []string{"migrations.compactCopied@1", "migrations.beforeRename@1", "migrations.afterRename@1"} {
 		t.Run(fp, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cache.db")
-			copyFile(t, fixture, path)
+			testutil.CopyFile(t, fixture, path)
 			before := size(t, path)
 			child := testutil.StartChild(t, "compact", failpoint.Env+"="+fp, "FP_DB="+path)
 			child.WaitKilled(killWithin)
 			after := size(t, path)
-			if d := diffStates(dump(t, path), orig); d != "" {
+			if d := migrationstest.DiffDumps(orig, migrationstest.Dump(t, path)); d != "" {
 				t.Fatalf("after the kill the file's content differs: %s", d)
 			}
 			if fp == "migrations.afterRename@1" && after >= before {
@@ -200,52 +199,6 @@ func checkStore(t *testing.T, path string, rv int64, objs []*v1.Pod) {
 	}
 }
 
-func versionOf(t *testing.T, path string) uint64 {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	var v uint64
-	if err := db.View(func(tx *bolt.Tx) error {
-		var err error
-		v, _, err = cachefile.SchemaVersion(tx)
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-// dump is every key of every bucket, as its bucket path and key → value.
-func dump(t *testing.T, path string) map[string]string {
-	t.Helper()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	out := map[string]string{}
-	var walk func(prefix string, b *bolt.Bucket) error
-	walk = func(prefix string, b *bolt.Bucket) error {
-		return b.ForEach(func(k, v []byte) error {
-			if v == nil {
-				out[prefix+string(k)+"/"] = "bucket"
-				return walk(prefix+string(k)+"/", b.Bucket(k))
-			}
-			out[prefix+string(k)] = string(v)
-			return nil
-		})
-	}
-	if err := db.View(func(tx *bolt.Tx) error {
-		return tx.ForEach(func(name []byte, b *bolt.Bucket) error { return walk(string(name)+"/", b) })
-	}); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // leftovers lists the work files next to path.
 func leftovers(t *testing.T, path string) []string {
 	t.Helper()
@@ -270,15 +223,4 @@ func size(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return fi.Size()
-}
-
-func copyFile(t *testing.T, src, dst string) {
-	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dst, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
 }

@@ -1,4 +1,4 @@
-package reflectortesting
+package reflectortest
 
 import (
 	"sync"
