@@ -11,6 +11,7 @@ import (
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -101,7 +102,7 @@ func TestDamagedRecordFoundByTheReplayRelists(t *testing.T) {
 	// The cluster now: a unchanged, b updated, c deleted, d added.
 	lw := newRecordingLW("12", podAt("a", "8"), podAt("b", "12"), podAt("d", "11"))
 	inf, rec, _, _, stop := startWithHandler(t, path, lw, boltinformer.RebuildOnCorruption)
-	eventually(t, "the relisted store to sync", inf.HasSynced)
+	testutil.Eventually(t, "the relisted store to sync", waitTimeout, inf.HasSynced)
 	keys := storeKeys(inf)
 	rv, _ := inf.Store().ResourceVersion()
 	stop()

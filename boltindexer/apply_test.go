@@ -10,6 +10,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // TestApplyDecodesEveryPreviousObject updates a batch large enough for the
@@ -20,16 +21,16 @@ func TestApplyDecodesEveryPreviousObject(t *testing.T) {
 	const n = 64
 	first := make([]boltindexer.Op, n)
 	for i := range first {
-		first[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: pod("a", fmt.Sprintf("p%d", i), strconv.Itoa(10+i), fmt.Sprintf("old-%d", i))}
+		first[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", fmt.Sprintf("p%d", i), strconv.Itoa(10+i), testutil.Label("app", fmt.Sprintf("p%d", i)), testutil.Node(fmt.Sprintf("old-%d", i)))}
 	}
 	if _, err := s.Apply(first, strconv.Itoa(10+n)); err != nil {
 		t.Fatal(err)
 	}
 	second := make([]boltindexer.Op, n)
 	for i := range second {
-		second[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: pod("a", fmt.Sprintf("p%d", i), strconv.Itoa(100+i), fmt.Sprintf("new-%d", i))}
+		second[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", fmt.Sprintf("p%d", i), strconv.Itoa(100+i), testutil.Label("app", fmt.Sprintf("p%d", i)), testutil.Node(fmt.Sprintf("new-%d", i)))}
 		if i%5 == 0 {
-			second[i] = boltindexer.Op{Type: boltindexer.OpDelete, Obj: pod("a", fmt.Sprintf("p%d", i), strconv.Itoa(100+i), "")}
+			second[i] = boltindexer.Op{Type: boltindexer.OpDelete, Obj: testutil.Pod("a", fmt.Sprintf("p%d", i), strconv.Itoa(100+i), testutil.Label("app", fmt.Sprintf("p%d", i)), testutil.Node(""))}
 		}
 	}
 	chs, err := s.Apply(second, strconv.Itoa(100+n))
@@ -56,15 +57,15 @@ func TestApplyDecodesEveryPreviousObject(t *testing.T) {
 func TestApplySkipOld(t *testing.T) {
 	s := boltindexertest.Open(t, "pods", podOpts())
 	if _, err := s.Apply([]boltindexer.Op{
-		{Type: boltindexer.OpUpsert, Obj: pod("a", "p1", "10", "n1")},
-		{Type: boltindexer.OpUpsert, Obj: pod("a", "p2", "11", "n1")},
+		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "10", testutil.Label("app", "p1"), testutil.Node("n1"))},
+		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p2", "11", testutil.Label("app", "p2"), testutil.Node("n1"))},
 	}, "11"); err != nil {
 		t.Fatal(err)
 	}
 	chs, err := s.ApplyWith([]boltindexer.Op{
-		{Type: boltindexer.OpUpsert, Obj: pod("a", "p1", "12", "n2")},
-		{Type: boltindexer.OpDelete, Obj: pod("a", "p2", "13", "")},
-		{Type: boltindexer.OpUpsert, Obj: pod("a", "p3", "14", "n2")},
+		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "12", testutil.Label("app", "p1"), testutil.Node("n2"))},
+		{Type: boltindexer.OpDelete, Obj: testutil.Pod("a", "p2", "13", testutil.Label("app", "p2"), testutil.Node(""))},
+		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p3", "14", testutil.Label("app", "p3"), testutil.Node("n2"))},
 	}, "14", boltindexer.ApplyOptions{SkipOld: true})
 	if err != nil {
 		t.Fatal(err)

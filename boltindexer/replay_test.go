@@ -10,6 +10,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // TestReplaySkipsDamagedRecordsAndDropDamagedRepairs: Replay hands every
@@ -24,7 +25,7 @@ func TestReplaySkipsDamagedRecordsAndDropDamagedRepairs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, name := range []string{"p", "q", "r", "s"} {
-		if err := s.Add(pod("a", name, fmt.Sprint(i+1), "n1")); err != nil {
+		if err := s.Add(testutil.Pod("a", name, fmt.Sprint(i+1), testutil.Label("app", name), testutil.Node("n1"))); err != nil {
 			t.Fatal(err)
 		}
 	}
