@@ -58,9 +58,21 @@ func pod(i int, rv uint64, pad int) *v1.Pod {
 		Spec: v1.PodSpec{NodeName: "node-" + strconv.FormatUint((uint64(i)+rv)%4, 10)},
 	}
 	if pad > 0 {
-		p.Annotations = map[string]string{"pad": strings.Repeat("x", pad)}
+		p.Annotations = map[string]string{"pad": padding(i, rv, pad)}
 	}
 	return p
+}
+
+// padding is n bytes that do not compress (payloads are compressed from
+// schema v3 on, and the tests size the file by their pad).
+func padding(i int, rv uint64, n int) string {
+	rng := rand.New(rand.NewPCG(uint64(i), rv))
+	const hex = "0123456789abcdef"
+	b := make([]byte, n)
+	for j := range b {
+		b[j] = hex[rng.IntN(len(hex))]
+	}
+	return string(b)
 }
 
 // cache is an open file with its stores.
