@@ -36,19 +36,23 @@ type CheckOptions struct {
 }
 
 // Check validates the file at path page by page (which cannot fault) and,
-// if its structure holds, opens it read-only and runs CheckTx. A file that
-// cannot be opened at all is one problem that says why. It never writes.
+// if its structure holds, opens it read-only and runs CheckTx. It checks a
+// file of the schema version before this build's too (a file being
+// migrated or reverted), which Open refuses. A file that cannot be opened
+// at all is one problem that says why. It never writes.
 func Check(path string, opts CheckOptions, lockTimeout time.Duration) []Problem {
 	mode := ValidatePages
-	db, err := Open(path, Options{ReadOnly: true, LockTimeout: lockTimeout, Validate: &mode})
+	b, err := OpenBolt(path, BoltOptions{ReadOnly: true, LockTimeout: lockTimeout, Validate: &mode})
 	if err != nil {
 		return []Problem{{What: err.Error()}}
 	}
-	defer db.Close()
+	defer b.Close()
 	var problems []Problem
-	if err := db.View(func(tx *bolt.Tx) error {
-		problems = CheckTx(tx, opts)
-		return nil
+	if err := guard(path, func() error {
+		return b.View(func(tx *bolt.Tx) error {
+			problems = CheckTx(tx, opts)
+			return nil
+		})
 	}); err != nil {
 		problems = append(problems, Problem{What: err.Error()})
 	}

@@ -53,6 +53,7 @@ func storeBuckets(root *bolt.Bucket, name string) (*Buckets, error) {
 	if b.State == nil || b.Objects == nil || b.Idx == nil {
 		return nil, fmt.Errorf("%w: store %s lacks its state, objects or idx bucket", ErrCorruptFile, name)
 	}
+	b.Objects.FillPercent = ObjectsFillPercent
 	return b, nil
 }
 
