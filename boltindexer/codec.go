@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,6 +42,8 @@ type objectCodec struct {
 	keys *encryption.Keyring
 	// seal makes every written payload sealed with keys' current key.
 	seal bool
+	// lastType is the last apiVersion and kind decoded (see typeStrings).
+	lastType atomic.Pointer[[2]string]
 }
 
 func newObjectCodec(example runtime.Object) (*objectCodec, error) {
@@ -91,30 +96,77 @@ func (c *objectCodec) encode(obj runtime.Object) (cachefile.Codec, []byte, error
 	}
 }
 
-// open returns the plaintext payload of the record stored under key. A
-// sealed payload opens with the key its record names, or is an error
-// wrapping ErrEncrypted that names that key; it never reads as plaintext.
-func (c *objectCodec) open(key string, r *cachefile.Record) ([]byte, error) {
-	if r.KeyID == "" {
-		return r.Payload, nil
+// open returns the plaintext, decompressed payload of the record stored
+// under key. A sealed payload opens with the key its record names, or is an
+// error wrapping ErrEncrypted that names that key; it never reads as
+// plaintext. A compressed payload is decompressed into *buf (grown as
+// needed), which the caller may reuse once it has decoded the payload.
+func (c *objectCodec) open(key string, v *cachefile.RecordView, buf *[]byte) ([]byte, error) {
+	payload := v.Payload
+	if len(v.KeyID) > 0 {
+		plain, err := c.keys.Open(string(v.KeyID), c.store, key, payload)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrEncrypted, err)
+		}
+		payload = plain
 	}
-	plain, err := c.keys.Open(r.KeyID, c.store, key, r.Payload)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrEncrypted, err)
+	if v.Compression == cachefile.CompressionNone {
+		return payload, nil
 	}
-	return plain, nil
-}
-
-// decode builds a new object from the record stored under key. The
-// payload may alias bbolt's memory: every decoder here copies what it keeps.
-func (c *objectCodec) decode(key string, r *cachefile.Record) (runtime.Object, error) {
-	payload, err := c.open(key, r)
+	out, err := cachefile.DecompressPayload(v.Compression, payload, *buf)
 	if err != nil {
 		return nil, err
 	}
-	switch r.Codec {
+	if cap(out) > cap(*buf) {
+		*buf = out
+	}
+	return out, nil
+}
+
+// payloadBufs holds buffers for decompressed payloads: every decoder here
+// copies what it keeps, so a buffer is free again once its payload is decoded.
+var payloadBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledPayload bounds the buffers kept in payloadBufs.
+const maxPooledPayload = 1 << 20
+
+// decode builds a new object from a decoded record (the write and verify
+// paths, which already hold one).
+func (c *objectCodec) decode(key string, r *cachefile.Record) (runtime.Object, error) {
+	v := cachefile.RecordView{
+		Codec: r.Codec, Compression: r.Compression,
+		APIVersion: unsafeBytes(r.APIVersion), Kind: unsafeBytes(r.Kind), KeyID: unsafeBytes(r.KeyID),
+		Payload: r.Payload,
+	}
+	obj, _, err := c.decodeView(key, &v)
+	return obj, err
+}
+
+// unsafeBytes returns the bytes of s without copying; they must never be written.
+func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// decodeView builds a new object from the record stored under key, and
+// returns the size of its plain payload. The payload may alias bbolt's
+// memory: every decoder here copies what it keeps.
+func (c *objectCodec) decodeView(key string, v *cachefile.RecordView) (runtime.Object, int, error) {
+	buf := payloadBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= maxPooledPayload {
+			payloadBufs.Put(buf)
+		}
+	}()
+	payload, err := c.open(key, v, buf)
+	if err != nil {
+		return nil, 0, err
+	}
+	obj, err := c.decodePayload(v, payload)
+	return obj, len(payload), err
+}
+
+func (c *objectCodec) decodePayload(v *cachefile.RecordView, payload []byte) (runtime.Object, error) {
+	switch v.Codec {
 	case cachefile.CodecProtobuf:
-		obj, ok := reflect.New(c.elem).Interface().(protoMessage)
+		obj, ok := c.newObject().(protoMessage)
 		if !ok {
 			return nil, fmt.Errorf("%w: protobuf record but %s has no protobuf methods", cachefile.ErrCorruptRecord, c.name)
 		}
@@ -122,7 +174,8 @@ func (c *objectCodec) decode(key string, r *cachefile.Record) (runtime.Object, e
 			return nil, fmt.Errorf("%w: protobuf decode %s: %v", cachefile.ErrCorruptRecord, c.name, err)
 		}
 		ro := obj.(runtime.Object)
-		setTypeMeta(ro, r.APIVersion, r.Kind)
+		apiVersion, kind := c.typeStrings(v.APIVersion, v.Kind)
+		setTypeMeta(ro, apiVersion, kind)
 		return ro, nil
 	case cachefile.CodecUnstructuredJSON:
 		if c.id != cachefile.CodecUnstructuredJSON {
@@ -137,13 +190,28 @@ func (c *objectCodec) decode(key string, r *cachefile.Record) (runtime.Object, e
 		if c.id == cachefile.CodecUnstructuredJSON {
 			return nil, fmt.Errorf("%w: typed json record in a store of %s", cachefile.ErrCorruptRecord, c.name)
 		}
-		obj := reflect.New(c.elem).Interface()
+		obj := c.newObject()
 		if err := json.Unmarshal(payload, obj); err != nil {
 			return nil, fmt.Errorf("%w: json decode %s: %v", cachefile.ErrCorruptRecord, c.name, err)
 		}
 		return obj.(runtime.Object), nil
 	}
-	return nil, fmt.Errorf("%w: unknown codec %d", cachefile.ErrCorruptRecord, r.Codec)
+	return nil, fmt.Errorf("%w: unknown codec %d", cachefile.ErrCorruptRecord, v.Codec)
+}
+
+// newObject returns a new zero object of the store's type.
+func (c *objectCodec) newObject() interface{} { return reflect.New(c.elem).Interface() }
+
+// typeStrings returns apiVersion and kind as strings, reusing the last
+// ones seen: a store's records nearly always carry the same pair, so a read
+// does not allocate them.
+func (c *objectCodec) typeStrings(apiVersion, kind []byte) (string, string) {
+	if t := c.lastType.Load(); t != nil && t[0] == string(apiVersion) && t[1] == string(kind) {
+		return t[0], t[1]
+	}
+	t := &[2]string{string(apiVersion), string(kind)}
+	c.lastType.Store(t)
+	return t[0], t[1]
 }
 
 // setTypeMeta restores the TypeMeta that protobuf payloads do not carry,
@@ -173,6 +241,8 @@ func newRecord(c *objectCodec, key string, obj interface{}) (*cachefile.Record, 
 	if err != nil {
 		return nil, err
 	}
+	// Compress before sealing: sealed bytes do not compress.
+	compression, payload := cachefile.CompressPayload(payload)
 	var keyID string
 	if c.seal {
 		if keyID, payload, err = c.keys.Seal(c.store, key, payload); err != nil {
@@ -184,12 +254,13 @@ func newRecord(c *objectCodec, key string, obj interface{}) (*cachefile.Record, 
 		apiVersion, kind = t.GetAPIVersion(), t.GetKind()
 	}
 	return &cachefile.Record{
-		RV:         m.GetResourceVersion(),
-		UID:        string(m.GetUID()),
-		Codec:      id,
-		APIVersion: apiVersion,
-		Kind:       kind,
-		KeyID:      keyID,
-		Payload:    payload,
+		RV:          m.GetResourceVersion(),
+		UID:         string(m.GetUID()),
+		Codec:       id,
+		Compression: compression,
+		APIVersion:  apiVersion,
+		Kind:        kind,
+		KeyID:       keyID,
+		Payload:     payload,
 	}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 
+	bolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/api/meta"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -173,14 +174,14 @@ func (s *Store) GetByKey(key string) (interface{}, bool, error) {
 	var size int64
 	var txid int
 	var hit bool
-	err := s.view(func(b *cachefile.Buckets) error {
-		txid = b.Objects.Tx().ID()
+	err := s.viewObjects(func(objects *bolt.Bucket) error {
+		txid = objects.Tx().ID()
 		if s.hot != nil {
 			if obj, hit = s.hot.get(key, txid); hit {
 				return nil
 			}
 		}
-		v := b.Objects.Get([]byte(key))
+		v := objects.Get(unsafeBytes(key))
 		if v == nil {
 			return nil
 		}
@@ -197,16 +198,18 @@ func (s *Store) GetByKey(key string) (interface{}, bool, error) {
 	return obj, true, nil
 }
 
+// decodeBytes decodes the record v stored under key. key may alias bbolt's
+// memory (unsafeString): it is not kept.
 func (s *Store) decodeBytes(key string, v []byte) (interface{}, int64, error) {
-	rec, err := cachefile.DecodeRecord([]byte(key), v)
+	var view cachefile.RecordView
+	if err := cachefile.ParseRecord(unsafeBytes(key), v, &view); err != nil {
+		return nil, 0, fmt.Errorf("store %s key %q: %w", s.name, key, err)
+	}
+	obj, n, err := s.codec.decodeView(key, &view)
 	if err != nil {
 		return nil, 0, fmt.Errorf("store %s key %q: %w", s.name, key, err)
 	}
-	obj, err := s.codec.decode(key, rec)
-	if err != nil {
-		return nil, 0, fmt.Errorf("store %s key %q: %w", s.name, key, err)
-	}
-	return obj, estimateSize(key, len(rec.Payload)), nil
+	return obj, estimateSize(key, n), nil
 }
 
 // List decodes every object. Prefer ForEach, which does not hold them all.
@@ -219,7 +222,7 @@ func (s *Store) List() []interface{} {
 		}
 		out = make([]interface{}, 0, n)
 		return b.Objects.ForEach(func(k, v []byte) error {
-			obj, _, err := s.decodeBytes(string(k), v)
+			obj, _, err := s.decodeBytes(unsafeString(k), v)
 			if err != nil {
 				utilruntime.HandleError(err)
 				return nil

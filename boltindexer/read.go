@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	bolt "go.etcd.io/bbolt"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -32,6 +33,26 @@ func (s *Store) view(fn func(b *cachefile.Buckets) error) error {
 		return fn(b)
 	})
 }
+
+// viewObjects runs fn on the store's objects bucket in a read transaction,
+// opening no other bucket (reads by key). A store that does not exist in
+// the file reads as empty.
+func (s *Store) viewObjects(fn func(objects *bolt.Bucket) error) error {
+	return s.db.View(func(tx *bolt.Tx) error {
+		objects, err := cachefile.ObjectsTx(tx, s.name)
+		if errors.Is(err, cachefile.ErrNoStore) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fn(objects)
+	})
+}
+
+// unsafeString returns b as a string without copying: for bbolt keys read
+// inside a transaction and not kept past it (map lookups, error messages).
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 func (s *Store) indexFunc(name string) (ok bool) {
 	s.indexMu.RLock()
@@ -202,7 +223,7 @@ func (s *Store) forEachAfter(after []byte, fn func(obj interface{}) error) error
 			c := b.Objects.Cursor()
 			k, v := seekAfter(c, after)
 			for ; k != nil && len(objs) < streamChunk; k, v = c.Next() {
-				obj, _, err := s.decodeBytes(string(k), v)
+				obj, _, err := s.decodeBytes(unsafeString(k), v)
 				if err != nil {
 					return err
 				}
@@ -260,10 +281,12 @@ func (s *Store) ByIndexFunc(indexName, indexedValue string, fn func(obj interfac
 			if after == nil {
 				k, _ = c.Seek(prefix)
 			}
+			objects := orderedReader{c: b.Objects.Cursor()}
+			txid := b.Objects.Tx().ID()
 			for ; k != nil && bytes.HasPrefix(k, prefix) && n < streamChunk; k, _ = c.Next() {
 				n++
 				after = append(after[:0], k...)
-				obj, err := s.getTx(b, string(k[len(prefix):]))
+				obj, err := s.getOrderedTx(&objects, txid, k[len(prefix):])
 				if err != nil {
 					return err
 				}
@@ -311,10 +334,54 @@ func (s *Store) getTx(b *cachefile.Buckets, key string) (interface{}, error) {
 			return obj, nil
 		}
 	}
-	v := b.Objects.Get([]byte(key))
+	v := b.Objects.Get(unsafeBytes(key))
 	if v == nil {
 		return nil, nil
 	}
 	obj, _, err := s.decodeBytes(key, v)
 	return obj, err
+}
+
+// getOrderedTx is getTx for keys read in ascending order (an index's keys
+// under one value) through r, in transaction txid; key may be bbolt memory.
+func (s *Store) getOrderedTx(r *orderedReader, txid int, key []byte) (interface{}, error) {
+	if s.hot != nil {
+		if obj, ok := s.hot.get(unsafeString(key), txid); ok {
+			return obj, nil
+		}
+	}
+	v := r.get(key)
+	if v == nil {
+		return nil, nil
+	}
+	obj, _, err := s.decodeBytes(unsafeString(key), v)
+	return obj, err
+}
+
+// orderedReader reads values by key in ascending key order with one
+// cursor: a key right after the previous one (as the objects of one
+// namespace are) costs a step to the next element, not a search from the
+// root; any other key falls back to a seek.
+type orderedReader struct {
+	c    *bolt.Cursor
+	k, v []byte
+}
+
+// get returns the value of key, nil if there is none.
+func (r *orderedReader) get(key []byte) []byte {
+	if r.k != nil {
+		switch bytes.Compare(r.k, key) {
+		case 0:
+			return r.v
+		case -1:
+			if r.k, r.v = r.c.Next(); r.k != nil && bytes.Equal(r.k, key) {
+				return r.v
+			}
+		}
+	}
+	r.k, r.v = r.c.Seek(key)
+	if r.k != nil && bytes.Equal(r.k, key) {
+		return r.v
+	}
+	return nil
 }

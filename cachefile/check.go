@@ -36,19 +36,23 @@ type CheckOptions struct {
 }
 
 // Check validates the file at path page by page (which cannot fault) and,
-// if its structure holds, opens it read-only and runs CheckTx. A file that
-// cannot be opened at all is one problem that says why. It never writes.
+// if its structure holds, opens it read-only and runs CheckTx. It checks a
+// file of the schema version before this build's too (a file being
+// migrated or reverted), which Open refuses. A file that cannot be opened
+// at all is one problem that says why. It never writes.
 func Check(path string, opts CheckOptions, lockTimeout time.Duration) []Problem {
 	mode := ValidatePages
-	db, err := Open(path, Options{ReadOnly: true, LockTimeout: lockTimeout, Validate: &mode})
+	b, err := OpenBolt(path, BoltOptions{ReadOnly: true, LockTimeout: lockTimeout, Validate: &mode})
 	if err != nil {
 		return []Problem{{What: err.Error()}}
 	}
-	defer db.Close()
+	defer b.Close()
 	var problems []Problem
-	if err := db.View(func(tx *bolt.Tx) error {
-		problems = CheckTx(tx, opts)
-		return nil
+	if err := guard(path, func() error {
+		return b.View(func(tx *bolt.Tx) error {
+			problems = CheckTx(tx, opts)
+			return nil
+		})
 	}); err != nil {
 		problems = append(problems, Problem{What: err.Error()})
 	}
@@ -83,9 +87,11 @@ func CheckTx(tx *bolt.Tx, opts CheckOptions) []Problem {
 		c.Add(Problem{What: "meta has no schema version"})
 	} else if n, err := strconv.ParseUint(string(v), 10, 64); err != nil {
 		c.Add(Problem{What: fmt.Sprintf("schema version %q does not parse", v)})
-	} else if n != Version {
-		c.Add(Problem{What: fmt.Sprintf("schema version is v%d, this build checks v%d", n, Version)})
+	} else if rv, ok := recordVersionOf(n); !ok {
+		c.Add(Problem{What: fmt.Sprintf("schema version is v%d, this build checks v%d and v%d", n, Version-1, Version)})
 		return c.Problems()
+	} else {
+		c.version = rv
 	}
 	err := ForEachStoreTx(tx, func(name string, b *Buckets, err error) error {
 		if err != nil {
@@ -110,6 +116,8 @@ var errStop = errors.New("stop")
 type Checker struct {
 	max      int
 	problems []Problem
+	// version is the record envelope version the records must have.
+	version uint8
 }
 
 // NewChecker returns a Checker that stops after max problems (0: 100).
@@ -117,7 +125,7 @@ func NewChecker(max int) *Checker {
 	if max <= 0 {
 		max = 100
 	}
-	return &Checker{max: max}
+	return &Checker{max: max, version: RecordVersion}
 }
 
 // Full reports whether the bound is reached.
@@ -155,7 +163,7 @@ func (c *Checker) Store(b *Buckets) {
 	records := 0
 	_ = b.Objects.ForEach(func(k, v []byte) error {
 		records++
-		rec, err := DecodeRecord(k, v)
+		rec, err := DecodeRecordVersion(k, v, c.version)
 		if err != nil {
 			if !c.Add(Problem{Store: name, Key: string(k), What: err.Error()}) {
 				return errStop
@@ -204,7 +212,7 @@ func (c *Checker) Store(b *Buckets) {
 				}
 				return nil
 			}
-			rec, err := DecodeRecord([]byte(key), v)
+			rec, err := DecodeRecordVersion([]byte(key), v, c.version)
 			if err != nil {
 				return nil // reported above
 			}

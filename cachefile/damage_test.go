@@ -115,7 +115,7 @@ func TestDamagedFileIsAnErrorNeverAFault(t *testing.T) {
 	if len(leaves) < 10 {
 		t.Fatalf("fixture has %d leaf pages", len(leaves))
 	}
-	const pageSize = 4096
+	const pageSize = PageSize
 	cases := []struct {
 		name   string
 		damage func([]byte) []byte

@@ -1,18 +1,15 @@
 package cachefile
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"io"
 	"sort"
-
-	"github.com/vmihailenco/msgpack/v5"
 )
 
-// RecordVersion is the envelope layout this build writes (schema v2).
-const RecordVersion = 2
+// RecordVersion is the envelope layout this build writes (schema v3; v2
+// had no compression field).
+const RecordVersion uint8 = 3
 
 // Codec names the encoding of a record's payload. It is stored in every
 // record, so the values must never be renumbered.
@@ -47,18 +44,22 @@ func (c Codec) String() string {
 //
 // On disk it is a msgpack array
 //
-//	[2, rv, uid, codec, apiVersion, kind, keyID, payload, [[index, [values…]]…]]
+//	[3, rv, uid, codec, compression, apiVersion, kind, keyID, payload, [[index, [values…]]…]]
 //
+// (v2: the same without compression)
 // followed by a 4-byte big-endian CRC-32C (Castagnoli) of the object's key
 // and the array, so that a flipped byte, a torn write or a record under the
 // wrong key is an error, never data. Any change to the layout needs a new
 // RecordVersion, a schema version and a migration step.
 type Record struct {
-	RV         string
-	UID        string
-	Codec      Codec
-	APIVersion string
-	Kind       string
+	RV    string
+	UID   string
+	Codec Codec
+	// Compression is how Payload is compressed. A sealed payload was
+	// compressed before it was sealed, so it must be opened first.
+	Compression Compression
+	APIVersion  string
+	Kind        string
 	// KeyID names the encryption key the payload is sealed with; empty
 	// means the payload is plaintext.
 	KeyID   string
@@ -75,9 +76,6 @@ type IndexValues struct {
 	Name   string
 	Values []string
 }
-
-// recordFields is the number of fields of the envelope array.
-const recordFields = 9
 
 // crcSize is the length of the checksum trailer.
 const crcSize = 4
@@ -122,55 +120,52 @@ func (r *Record) SetValues(index string, values []string) {
 	}
 }
 
-// EncodeRecord encodes r as the value to store under key.
+// EncodeRecord encodes r as the value to store under key, in the
+// envelope this build writes.
 func EncodeRecord(key []byte, r *Record) ([]byte, error) {
-	var buf bytes.Buffer
-	buf.Grow(len(r.Payload) + len(r.RV) + len(r.UID) + len(r.APIVersion) + len(r.Kind) + 64)
-	e := msgpack.NewEncoder(&buf)
-	err := e.EncodeArrayLen(recordFields)
-	if err == nil {
-		err = e.EncodeUint(RecordVersion)
+	return EncodeRecordVersion(key, r, RecordVersion)
+}
+
+// EncodeRecordVersion encodes r in the envelope of the given version (2 or
+// 3). Only migrations write an older version; a v2 envelope has no place
+// for a compressed payload, so r must not have one.
+func EncodeRecordVersion(key []byte, r *Record, version uint8) ([]byte, error) {
+	if version != 2 && version != 3 {
+		return nil, fmt.Errorf("encode record: envelope version %d, want 2 or 3", version)
 	}
-	for _, s := range []string{r.RV, r.UID} {
-		if err == nil {
-			err = e.EncodeString(s)
-		}
+	if version < 3 && r.Compression != CompressionNone {
+		return nil, fmt.Errorf("encode record: envelope v%d cannot hold a %s payload", version, r.Compression)
 	}
-	if err == nil {
-		err = e.EncodeUint(uint64(r.Codec))
-	}
-	for _, s := range []string{r.APIVersion, r.Kind, r.KeyID} {
-		if err == nil {
-			err = e.EncodeString(s)
-		}
-	}
-	if err == nil {
-		err = e.EncodeBytes(r.Payload)
-	}
-	if err == nil {
-		err = e.EncodeArrayLen(len(r.Index))
-	}
+	size := len(r.Payload) + len(r.RV) + len(r.UID) + len(r.APIVersion) + len(r.Kind) + len(r.KeyID) + 64 + crcSize
 	for _, ix := range r.Index {
-		if err == nil {
-			err = e.EncodeArrayLen(2)
-		}
-		if err == nil {
-			err = e.EncodeString(ix.Name)
-		}
-		if err == nil {
-			err = e.EncodeArrayLen(len(ix.Values))
-		}
+		size += len(ix.Name) + 8
 		for _, v := range ix.Values {
-			if err == nil {
-				err = e.EncodeString(v)
-			}
+			size += len(v) + 5
 		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("encode record: %w", err)
+	w := mpWriter{b: make([]byte, 0, size)}
+	w.arrayLen(envelopeFields(version))
+	w.uint(uint64(version))
+	w.str(r.RV)
+	w.str(r.UID)
+	w.uint(uint64(r.Codec))
+	if version >= 3 {
+		w.uint(uint64(r.Compression))
 	}
-	out := buf.Bytes()
-	return binary.BigEndian.AppendUint32(out, recordCRC(key, out)), nil
+	w.str(r.APIVersion)
+	w.str(r.Kind)
+	w.str(r.KeyID)
+	w.bin(r.Payload)
+	w.arrayLen(len(r.Index))
+	for _, ix := range r.Index {
+		w.arrayLen(2)
+		w.str(ix.Name)
+		w.arrayLen(len(ix.Values))
+		for _, v := range ix.Values {
+			w.str(v)
+		}
+	}
+	return binary.BigEndian.AppendUint32(w.b, recordCRC(key, w.b)), nil
 }
 
 func recordCRC(key, envelope []byte) uint32 {
@@ -182,113 +177,15 @@ func recordCRC(key, envelope []byte) uint32 {
 // be bbolt memory valid only in its transaction: callers decode or copy the
 // payload before the transaction ends. Every failure wraps ErrCorruptRecord.
 func DecodeRecord(key, data []byte) (*Record, error) {
-	if len(data) < crcSize {
-		return nil, fmt.Errorf("%w: %d bytes, shorter than its checksum", ErrCorruptRecord, len(data))
-	}
-	body := data[:len(data)-crcSize]
-	want := binary.BigEndian.Uint32(data[len(data)-crcSize:])
-	if got := recordCRC(key, body); got != want {
-		return nil, fmt.Errorf("%w: checksum mismatch (stored %08x, computed %08x)", ErrCorruptRecord, want, got)
-	}
-	r := &Record{}
-	if err := r.decode(body); err != nil {
-		return nil, fmt.Errorf("%w: envelope: %v", ErrCorruptRecord, err)
-	}
-	return r, nil
+	return DecodeRecordVersion(key, data, RecordVersion)
 }
 
-func (r *Record) decode(data []byte) error {
-	br := bytes.NewReader(data)
-	// bytes.Reader is an io.ByteScanner: the decoder reads it directly,
-	// without buffering, so br's offset is the decoder's.
-	d := msgpack.NewDecoder(br)
-	n, err := d.DecodeArrayLen()
-	if err != nil {
-		return err
+// DecodeRecordVersion is DecodeRecord for an envelope of the given version
+// (migrations read the version they migrate from).
+func DecodeRecordVersion(key, data []byte, version uint8) (*Record, error) {
+	var v RecordView
+	if err := parseRecordVersion(key, data, version, &v); err != nil {
+		return nil, err
 	}
-	if n != recordFields {
-		return fmt.Errorf("%d fields, want %d", n, recordFields)
-	}
-	version, err := d.DecodeUint8()
-	if err != nil {
-		return err
-	}
-	if version != RecordVersion {
-		return fmt.Errorf("envelope version %d, want %d", version, RecordVersion)
-	}
-	if r.RV, err = d.DecodeString(); err != nil {
-		return err
-	}
-	if r.UID, err = d.DecodeString(); err != nil {
-		return err
-	}
-	codec, err := d.DecodeUint8()
-	if err != nil {
-		return err
-	}
-	r.Codec = Codec(codec)
-	switch r.Codec {
-	case CodecProtobuf, CodecJSON, CodecUnstructuredJSON:
-	default:
-		return fmt.Errorf("unknown codec %d", codec)
-	}
-	if r.APIVersion, err = d.DecodeString(); err != nil {
-		return err
-	}
-	if r.Kind, err = d.DecodeString(); err != nil {
-		return err
-	}
-	if r.KeyID, err = d.DecodeString(); err != nil {
-		return err
-	}
-	size, err := d.DecodeBytesLen()
-	if err != nil {
-		return err
-	}
-	if size > 0 {
-		start := len(data) - br.Len()
-		if size > br.Len() {
-			return fmt.Errorf("payload of %d bytes, %d left", size, br.Len())
-		}
-		r.Payload = data[start : start+size : start+size]
-		if _, err := br.Seek(int64(size), io.SeekCurrent); err != nil {
-			return err
-		}
-	}
-	entries, err := d.DecodeArrayLen()
-	if err != nil {
-		return err
-	}
-	if entries > br.Len() {
-		return fmt.Errorf("%d index entries, %d bytes left", entries, br.Len())
-	}
-	for i := 0; i < entries; i++ {
-		if m, err := d.DecodeArrayLen(); err != nil || m != 2 {
-			return fmt.Errorf("index entry %d: %d fields, %v", i, m, err)
-		}
-		var e IndexValues
-		if e.Name, err = d.DecodeString(); err != nil {
-			return err
-		}
-		values, err := d.DecodeArrayLen()
-		if err != nil {
-			return err
-		}
-		if values > br.Len() {
-			return fmt.Errorf("index %q: %d values, %d bytes left", e.Name, values, br.Len())
-		}
-		if values >= 0 {
-			e.Values = make([]string, values)
-		}
-		for j := range values {
-			if e.Values[j], err = d.DecodeString(); err != nil {
-				return err
-			}
-		}
-		r.Index = append(r.Index, e)
-	}
-	if br.Len() != 0 {
-		return fmt.Errorf("%d bytes after the envelope", br.Len())
-	}
-	return nil
+	return v.Record(), nil
 }

@@ -1,6 +1,6 @@
 package cachefile
 
-// Layout (schema v2):
+// Layout (schema v3; v3 changed only the record envelope, see record.go):
 //
 //	meta/                      schema version, created-at, writer version
 //	stores/<store name>/
@@ -15,7 +15,20 @@ package cachefile
 // Version is the schema version this build writes. A file with a lower
 // version must be migrated (package migrations); a file with a higher one is
 // refused.
-const Version uint64 = 2
+const Version uint64 = 3
+
+// recordVersionOf returns the record envelope version of a schema version
+// this build can read records of (the current one and the one before, for
+// migrations and check).
+func recordVersionOf(schema uint64) (uint8, bool) {
+	switch schema {
+	case 2:
+		return 2, true
+	case 3:
+		return 3, true
+	}
+	return 0, false
+}
 
 // Top-level buckets.
 var (

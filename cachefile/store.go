@@ -53,6 +53,7 @@ func storeBuckets(root *bolt.Bucket, name string) (*Buckets, error) {
 	if b.State == nil || b.Objects == nil || b.Idx == nil {
 		return nil, fmt.Errorf("%w: store %s lacks its state, objects or idx bucket", ErrCorruptFile, name)
 	}
+	b.Objects.FillPercent = ObjectsFillPercent
 	return b, nil
 }
 
@@ -204,4 +205,22 @@ func CountValuesTx(ib *bolt.Bucket, fn func(value string) error) error {
 		k, _ = c.Seek(append([]byte(v), IndexSeparator+1))
 	}
 	return nil
+}
+
+// ObjectsTx returns the objects bucket of store name, or ErrNoStore: what a
+// read by key needs, without opening the store's other buckets.
+func ObjectsTx(tx *bolt.Tx, name []byte) (*bolt.Bucket, error) {
+	stores := tx.Bucket(StoresBucket)
+	if stores == nil {
+		return nil, fmt.Errorf("%w: no stores bucket", ErrCorruptFile)
+	}
+	root := stores.Bucket(name)
+	if root == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNoStore, name)
+	}
+	objects := root.Bucket(ObjectsBucket)
+	if objects == nil {
+		return nil, fmt.Errorf("%w: store %s lacks its objects bucket", ErrCorruptFile, name)
+	}
+	return objects, nil
 }

@@ -87,9 +87,9 @@ func TestCrashDuringMigration(t *testing.T) {
 				if d := migrationstest.DiffDumps(orig, migrationstest.Dump(t, path)); d != "" {
 					t.Fatalf("v0 file is not the complete original:\n%s", d)
 				}
-			case 1:
-				if err := migrations.CheckVersion(path, 1); err != nil {
-					t.Fatalf("v1 file fails v1's check: %v", err)
+			case 1, 2:
+				if err := migrations.CheckVersion(path, v); err != nil {
+					t.Fatalf("v%d file fails v%d's check: %v", v, v, err)
 				}
 			case cachefile.Version:
 				verifyV1(t, path, specs(stores))

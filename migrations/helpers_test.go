@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,10 +48,16 @@ func pods(n, base int) []runtime.Object {
 		if i%5 != 0 {
 			labels["app"] = "app-" + strconv.Itoa(i%11)
 		}
+		var annotations map[string]string
+		if i%2 == 0 {
+			// Large enough to be compressed from schema v3 on.
+			annotations = map[string]string{"note": strings.Repeat("pod "+strconv.Itoa(i)+" of the fixture; ", 20)}
+		}
 		out = append(out, &v1.Pod{
 			ObjectMeta: metav1.ObjectMeta{
 				Namespace: "ns-" + strconv.Itoa(i%4), Name: fmt.Sprintf("pod-%05d", i),
 				ResourceVersion: strconv.Itoa(base + i + 1), UID: types.UID("uid-" + strconv.Itoa(i)), Labels: labels,
+				Annotations: annotations,
 			},
 			Spec: v1.PodSpec{
 				NodeName:   "node-" + strconv.Itoa(i%7),

@@ -15,7 +15,7 @@ import (
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
 )
 
-// Tests of the plan runner with a made-up in-place step v1 → v2, as a
+// Tests of the plan runner with a made-up in-place step v3 → v4, as a
 // later schema would add one: the runner mixes rewrites and in-place
 // steps, and a failing in-place step leaves the file as it was.
 
@@ -27,13 +27,13 @@ func setVersion(tx *bolt.Tx, v string) error {
 
 func testSteps(up func(tx *bolt.Tx, e *env) error) []step {
 	return append(append([]step{}, registry...), step{
-		from: 2, to: 3,
+		from: 3, to: 4,
 		up: change{description: "add meta feature flag", inPlace: up},
 		down: &change{description: "remove meta feature flag", inPlace: func(tx *bolt.Tx, e *env) error {
 			if err := tx.Bucket(cachefile.MetaBucket).Delete(featureKey); err != nil {
 				return err
 			}
-			return setVersion(tx, "2")
+			return setVersion(tx, "3")
 		}},
 	})
 }
@@ -42,7 +42,7 @@ func goodUp(tx *bolt.Tx, e *env) error {
 	if err := tx.Bucket(cachefile.MetaBucket).Put(featureKey, []byte("on")); err != nil {
 		return err
 	}
-	return setVersion(tx, "3")
+	return setVersion(tx, "4")
 }
 
 func testOptions() Options {
@@ -73,24 +73,24 @@ func TestRunnerMixesRewriteAndInPlaceSteps(t *testing.T) {
 	}
 	writeEmptyStore(t, path)
 	steps := testSteps(goodUp)
-	rep, err := migrate(path, testOptions(), steps, 3)
+	rep, err := migrate(path, testOptions(), steps, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []StepInfo{info(0, 1, registry[0].up, false), info(1, 2, registry[1].up, false), info(2, 3, steps[2].up, false)}
+	want := []StepInfo{info(0, 1, registry[0].up, false), info(1, 2, registry[1].up, false), info(2, 3, registry[2].up, false), info(3, 4, steps[3].up, false)}
 	if !reflect.DeepEqual(rep.Steps, want) {
 		t.Fatalf("steps %v, want %v", rep.Steps, want)
 	}
-	if v, f := readFeature(t, path); v != 3 || string(f) != "on" {
+	if v, f := readFeature(t, path); v != 4 || string(f) != "on" {
 		t.Fatalf("after upgrade: v%d feature %q", v, f)
 	}
 	o := testOptions()
 	o.Target = new(uint64)
-	rep, err = migrate(path, o, steps, 3)
+	rep, err = migrate(path, o, steps, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Steps) != 3 || rep.Steps[0].From != 3 || rep.Steps[2].To != 0 || rep.Steps[0].Rewrite || !rep.Steps[1].Rewrite || !rep.Steps[2].Rewrite {
+	if len(rep.Steps) != 4 || rep.Steps[0].From != 4 || rep.Steps[3].To != 0 || rep.Steps[0].Rewrite || !rep.Steps[1].Rewrite || !rep.Steps[2].Rewrite || !rep.Steps[3].Rewrite {
 		t.Fatalf("downgrade steps %v", rep.Steps)
 	}
 	if v, f := readFeature(t, path); v != 0 || f != nil {
@@ -120,15 +120,15 @@ func TestFailingInPlaceStepLeavesFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			writeEmptyStore(t, path)
-			if _, err := migrate(path, testOptions(), registry, 2); err != nil {
+			if _, err := migrate(path, testOptions(), registry, 3); err != nil {
 				t.Fatal(err)
 			}
 			before, _ := os.ReadFile(path)
-			_, err := migrate(path, testOptions(), testSteps(tc.up), 3)
+			_, err := migrate(path, testOptions(), testSteps(tc.up), 4)
 			if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) {
 				t.Fatalf("err %v, want %v", err, tc.want)
 			}
-			if v, f := readFeature(t, path); v != 2 || f != nil {
+			if v, f := readFeature(t, path); v != 3 || f != nil {
 				t.Fatalf("failed step left v%d feature %q", v, f)
 			}
 			after, _ := os.ReadFile(path)

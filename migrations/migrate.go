@@ -295,7 +295,7 @@ func checkFile(tx *bolt.Tx, version uint64) error {
 		return err
 	}
 	switch version {
-	case cachefile.Version:
+	case 2, cachefile.Version:
 		if ps := cachefile.CheckTx(tx, cachefile.CheckOptions{MaxProblems: 10, SkipBolt: true}); len(ps) > 0 {
 			return fmt.Errorf("%d problem(s), first: %s", len(ps), ps[0])
 		}

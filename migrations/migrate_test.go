@@ -44,7 +44,7 @@ func TestMigrateV0ToCurrent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rep.From != 0 || rep.To != cachefile.Version || len(rep.Steps) != 2 || !rep.Steps[0].Rewrite || rep.Steps[0].Revert {
+			if rep.From != 0 || rep.To != cachefile.Version || len(rep.Steps) != 3 || !rep.Steps[0].Rewrite || rep.Steps[0].Revert {
 				t.Fatalf("report %+v", rep)
 			}
 			if got := leftovers(t, path); len(got) != 0 {
@@ -102,7 +102,7 @@ func TestMigrateRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(rep.Steps) != 2 || !rep.Steps[0].Revert || !rep.Steps[1].Revert || rep.Steps[0].From != cachefile.Version || rep.Steps[1].To != 0 {
+		if len(rep.Steps) != 3 || !rep.Steps[0].Revert || !rep.Steps[2].Revert || rep.Steps[0].From != cachefile.Version || rep.Steps[2].To != 0 {
 			t.Fatalf("report %+v", rep)
 		}
 		if d := migrationstest.DiffDumps(orig, migrationstest.Dump(t, path)); d != "" {

@@ -26,6 +26,7 @@ type planStep struct {
 func TestPlan(t *testing.T) {
 	v0File := func(t *testing.T, path string) { writeV0(t, path, v0Stores(30)...) }
 	v1File := func(t *testing.T, path string) { writeV1(t, path, 30) }
+	v2File := func(t *testing.T, path string) { writeV2(t, path, 30) }
 	currentFile := func(t *testing.T, path string) {
 		db, err := cachefile.Open(path, cachefile.Options{NoSync: true})
 		if err != nil {
@@ -44,9 +45,11 @@ func TestPlan(t *testing.T) {
 		empty   bool
 		wantErr error
 	}{
-		{name: "v0 to current", setup: v0File, from: 0, steps: []planStep{{0, 1, false}, {1, 2, false}}},
+		{name: "v0 to current", setup: v0File, from: 0, steps: []planStep{{0, 1, false}, {1, 2, false}, {2, 3, false}}},
 		{name: "v0 to v1", setup: v0File, target: u64(1), from: 0, steps: []planStep{{0, 1, false}}},
-		{name: "v1 to current", setup: v1File, from: 1, steps: []planStep{{1, 2, false}}},
+		{name: "v1 to current", setup: v1File, from: 1, steps: []planStep{{1, 2, false}, {2, 3, false}}},
+		{name: "v2 to current", setup: v2File, from: 2, steps: []planStep{{2, 3, false}}},
+		{name: "v2 to v1", setup: v2File, target: u64(1), from: 2, steps: []planStep{{2, 1, true}}},
 		{name: "v1 to v0", setup: v1File, target: u64(0), from: 1, steps: []planStep{{1, 0, true}}},
 		{name: "v0 to v0", setup: v0File, target: u64(0), from: 0},
 		{name: "v0 with meta at version 0", setup: func(t *testing.T, path string) {
@@ -58,10 +61,11 @@ func TestPlan(t *testing.T) {
 				}
 				return m.Put(cachefile.MetaSchemaVersion, []byte("0"))
 			})
-		}, from: 0, steps: []planStep{{0, 1, false}, {1, 2, false}}},
-		{name: "current", setup: currentFile, from: 2},
-		{name: "current to v1", setup: currentFile, target: u64(1), from: 2, steps: []planStep{{2, 1, true}}},
-		{name: "current to v0", setup: currentFile, target: u64(0), from: 2, steps: []planStep{{2, 1, true}, {1, 0, true}}},
+		}, from: 0, steps: []planStep{{0, 1, false}, {1, 2, false}, {2, 3, false}}},
+		{name: "current", setup: currentFile, from: 3},
+		{name: "current to v2", setup: currentFile, target: u64(2), from: 3, steps: []planStep{{3, 2, true}}},
+		{name: "current to v1", setup: currentFile, target: u64(1), from: 3, steps: []planStep{{3, 2, true}, {2, 1, true}}},
+		{name: "current to v0", setup: currentFile, target: u64(0), from: 3, steps: []planStep{{3, 2, true}, {2, 1, true}, {1, 0, true}}},
 		{name: "beyond this build", setup: currentFile, target: u64(cachefile.Version + 1), wantErr: migrations.ErrNoPath},
 		{name: "newer schema", setup: func(t *testing.T, path string) {
 			writeRaw(t, path, func(tx *bolt.Tx) error {

@@ -30,6 +30,7 @@ var registry = []step{
 		},
 	},
 	stepV1V2,
+	stepV2V3,
 }
 
 // upV0V1 rewrites a schema v0 file as schema v1. Index values are gathered

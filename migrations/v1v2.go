@@ -42,7 +42,7 @@ func upV1V2(src *bolt.Tx, dst *bolt.DB, e *env) error {
 		for _, ix := range r.Index {
 			rec.Index = append(rec.Index, cachefile.IndexValues{Name: ix.Name, Values: ix.Values})
 		}
-		return cachefile.EncodeRecord(key, rec)
+		return cachefile.EncodeRecordVersion(key, rec, 2)
 	}, func(state *bolt.Bucket, count int, put func(k, v []byte) error) error {
 		for _, k := range v1StateKeys {
 			if v := state.Get(k); v != nil {
@@ -64,7 +64,7 @@ func upV1V2(src *bolt.Tx, dst *bolt.DB, e *env) error {
 
 func downV1V2(src *bolt.Tx, dst *bolt.DB, e *env) error {
 	return rewriteStores(src, dst, e, 1, func(store, key, v []byte) ([]byte, error) {
-		rec, err := cachefile.DecodeRecord(key, v)
+		rec, err := cachefile.DecodeRecordVersion(key, v, 2)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrLayout, err)
 		}
@@ -89,7 +89,7 @@ func downV1V2(src *bolt.Tx, dst *bolt.DB, e *env) error {
 	})
 }
 
-// rewriteStores copies a v1 or v2 file into dst at schema version to:
+// rewriteStores copies a v1, v2 or v3 file into dst at schema version to:
 // meta with the new version, and per store its state (through state), its
 // records (through record), its index buckets and a relist's seen bucket as
 // they are. Nothing is held on the heap beyond one transaction's batch.

@@ -7,6 +7,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations"
@@ -31,9 +32,10 @@ func writeV1(t testing.TB, path string, nPods int) []storeSpec {
 }
 
 // TestMigrateV1ToV2AndBack: a v1 file is refused by this build, migrates to
-// v2 with every object, index, RV and a count, passes v2's check; the
-// revert gives a v1 file that passes v1's check and is refused again
-// (never half readable); and up again is readable with the same content.
+// v2 with a count and passes v2's check, and on to the current version with
+// every object, index and RV; the revert gives back the v1 file exactly and
+// is refused again (never half readable); and up again is readable with the
+// same content.
 func TestMigrateV1ToV2AndBack(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	want := writeV1(t, path, 200)
@@ -41,12 +43,18 @@ func TestMigrateV1ToV2AndBack(t *testing.T) {
 		t.Fatalf("a v1 file: want ErrNeedsMigration, got %v", err)
 	}
 	v1Dump := migrationstest.Dump(t, path)
-	rep, err := migrations.Migrate(path, opts())
+	o2 := opts()
+	o2.Target = u64(2)
+	rep, err := migrations.Migrate(path, o2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.From != 1 || rep.To != cachefile.Version || len(rep.Steps) != 1 || !rep.Steps[0].Rewrite {
+	if rep.From != 1 || rep.To != 2 || len(rep.Steps) != 1 || !rep.Steps[0].Rewrite {
 		t.Fatalf("report %+v", rep)
+	}
+	boltindexertest.CheckFile(t, path)
+	if _, err := migrations.Migrate(path, opts()); err != nil {
+		t.Fatal(err)
 	}
 	verifyV1(t, path, want)
 	db, err := cachefile.Open(path, cachefile.Options{ReadOnly: true})
@@ -73,7 +81,7 @@ func TestMigrateV1ToV2AndBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Steps) != 1 || !rep.Steps[0].Revert || rep.To != 1 {
+	if len(rep.Steps) != 2 || !rep.Steps[1].Revert || rep.Steps[1].To != 1 || rep.To != 1 {
 		t.Fatalf("revert report %+v", rep)
 	}
 	if d := migrationstest.DiffDumps(v1Dump, migrationstest.Dump(t, path)); d != "" {
@@ -93,7 +101,9 @@ func TestMigrateV1ToV2AndBack(t *testing.T) {
 func TestRevertRefusesEncryptedRecords(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	writeV1(t, path, 20)
-	if _, err := migrations.Migrate(path, opts()); err != nil {
+	o2 := opts()
+	o2.Target = u64(2)
+	if _, err := migrations.Migrate(path, o2); err != nil {
 		t.Fatal(err)
 	}
 	b, err := bolt.Open(path, 0o600, nil)
@@ -106,12 +116,12 @@ func TestRevertRefusesEncryptedRecords(t *testing.T) {
 			return err
 		}
 		k, v := bs.Objects.Cursor().First()
-		rec, err := cachefile.DecodeRecord(k, v)
+		rec, err := cachefile.DecodeRecordVersion(k, v, 2)
 		if err != nil {
 			return err
 		}
 		rec.KeyID = "key-1"
-		enc, err := cachefile.EncodeRecord(k, rec)
+		enc, err := cachefile.EncodeRecordVersion(k, rec, 2)
 		if err != nil {
 			return err
 		}

@@ -55,9 +55,21 @@ func storePod(i int, rv uint64, pad int) *v1.Pod {
 		testutil.Node("node-" + strconv.FormatUint((uint64(i)+rv)%4, 10)),
 	}
 	if pad > 0 {
-		opts = append(opts, testutil.Pad(pad))
+		opts = append(opts, func(p *v1.Pod) { p.Annotations = map[string]string{"pad": padding(i, rv, pad)} })
 	}
 	return testutil.Pod("ns-"+strconv.Itoa(i%3), fmt.Sprintf("p-%04d", i), strconv.FormatUint(rv, 10), opts...)
+}
+
+// padding is n bytes that do not compress (payloads are compressed from
+// schema v3 on, and the tests size the file by their pad).
+func padding(i int, rv uint64, n int) string {
+	rng := rand.New(rand.NewPCG(uint64(i), rv))
+	const hex = "0123456789abcdef"
+	b := make([]byte, n)
+	for j := range b {
+		b[j] = hex[rng.IntN(len(hex))]
+	}
+	return string(b)
 }
 
 // cache is an open file with its stores.

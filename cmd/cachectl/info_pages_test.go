@@ -61,7 +61,7 @@ func fragmented(t *testing.T, path string, n, keep int) {
 	})
 }
 
-var pagesLine = regexp.MustCompile(`Pages:    (\d+) of 4\.0 KiB in use, (\d+) free; compact would reclaim about (\S+ \S+)`)
+var pagesLine = regexp.MustCompile(`Pages:    (\d+) of \S+ KiB in use, (\d+) free; compact would reclaim about (\S+ \S+)`)
 
 // TestInfoPages: info --pages walks the file and says how many pages are
 // free and what compact would reclaim, without writing; after compact only

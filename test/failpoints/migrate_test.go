@@ -75,7 +75,13 @@ func TestFailpointMigration(t *testing.T) {
 	if _, err := migrations.Migrate(v1file, migrations.Options{Target: &one, NoSync: true, Now: migratedAt}); err != nil {
 		t.Fatal(err)
 	}
-	dumps := map[uint64][]string{0: migrationstest.Dump(t, v0), 1: migrationstest.Dump(t, v1file)}
+	v2file := filepath.Join(fixtures, "v2.db")
+	testutil.CopyFile(t, v1file, v2file)
+	two := uint64(2)
+	if _, err := migrations.Migrate(v2file, migrations.Options{Target: &two, NoSync: true, Now: migratedAt}); err != nil {
+		t.Fatal(err)
+	}
+	dumps := map[uint64][]string{0: migrationstest.Dump(t, v0), 1: migrationstest.Dump(t, v1file), 2: migrationstest.Dump(t, v2file)}
 	for _, tc := range []struct {
 		from uint64
 		fp   string
@@ -87,19 +93,23 @@ func TestFailpointMigration(t *testing.T) {
 		{0, "migrations.afterStep@1", 1},
 		{1, "migrations.afterBatchCommit@3", 1},
 		{0, "migrations.beforeRename@2", 1},
-		{0, "migrations.afterRename@2", cachefile.Version},
-		{0, "migrations.afterStep@2", cachefile.Version},
+		{0, "migrations.afterRename@2", 2},
+		{0, "migrations.afterStep@2", 2},
+		{2, "migrations.afterBatchCommit@3", 2},
+		{0, "migrations.beforeRename@3", 2},
+		{0, "migrations.afterRename@3", cachefile.Version},
+		{0, "migrations.afterStep@3", cachefile.Version},
 	} {
 		t.Run(fmt.Sprintf("v%d %s", tc.from, tc.fp), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cache.db")
-			testutil.CopyFile(t, map[uint64]string{0: v0, 1: v1file}[tc.from], path)
+			testutil.CopyFile(t, map[uint64]string{0: v0, 1: v1file, 2: v2file}[tc.from], path)
 			child := testutil.StartChild(t, "migrate", failpoint.Env+"="+tc.fp, "FP_DB="+path)
 			child.WaitKilled(killWithin)
 			if got := migrationstest.SchemaVersion(t, path); got != tc.want {
 				t.Fatalf("after the kill the file is v%d, want v%d", got, tc.want)
 			}
 			switch tc.want {
-			case 0, 1:
+			case 0, 1, 2:
 				// The complete old (or intermediate) version: the same
 				// content as a clean migration to it, and its check passes.
 				if d := migrationstest.DiffDumps(dumps[tc.want], migrationstest.Dump(t, path)); d != "" {
