@@ -228,25 +228,28 @@ func setTypeMeta(obj runtime.Object, apiVersion, kind string) {
 
 // newRecord builds the envelope of obj stored under key, its payload
 // sealed when the store encrypts; index values are filled by the caller.
-func newRecord(c *objectCodec, key string, obj interface{}) (*cachefile.Record, error) {
+// plainLen is the payload's length before compression and sealing, what the
+// hot cache sizes a decoded object by.
+func newRecord(c *objectCodec, key string, obj interface{}) (rec *cachefile.Record, plainLen int, err error) {
 	ro, ok := obj.(runtime.Object)
 	if !ok {
-		return nil, fmt.Errorf("%w: %T is not a runtime.Object", ErrWrongType, obj)
+		return nil, 0, fmt.Errorf("%w: %T is not a runtime.Object", ErrWrongType, obj)
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %T: %v", ErrNoMetadata, obj, err)
+		return nil, 0, fmt.Errorf("%w: %T: %v", ErrNoMetadata, obj, err)
 	}
 	id, payload, err := c.encode(ro)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
+	plainLen = len(payload)
 	// Compress before sealing: sealed bytes do not compress.
 	compression, payload := cachefile.CompressPayload(payload)
 	var keyID string
 	if c.seal {
 		if keyID, payload, err = c.keys.Seal(c.store, key, payload); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 	var apiVersion, kind string
@@ -262,5 +265,5 @@ func newRecord(c *objectCodec, key string, obj interface{}) (*cachefile.Record, 
 		Kind:        kind,
 		KeyID:       keyID,
 		Payload:     payload,
-	}, nil
+	}, plainLen, nil
 }

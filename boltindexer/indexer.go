@@ -54,7 +54,7 @@ func (s *Store) upsert(obj interface{}) error {
 }
 
 func (o *op) hotFill() []hotEntry {
-	return []hotEntry{{key: o.key, obj: o.obj, size: estimateSize(o.key, len(o.rec.Payload))}}
+	return []hotEntry{{key: o.key, obj: o.obj, size: estimateSize(o.key, o.plainLen)}}
 }
 
 // Delete removes obj's key.

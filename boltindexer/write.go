@@ -73,6 +73,7 @@ type op struct {
 	rec       *cachefile.Record
 	enc       []byte
 	obj       interface{}
+	plainLen  int // the payload's length before compression and sealing
 }
 
 // prepareUpsert builds the record of obj with its index values.
@@ -85,7 +86,7 @@ func (s *Store) prepareUpsertLocked(obj interface{}) (*op, error) {
 }
 
 func (s *Store) prepareUpsertKeyLocked(key string, obj interface{}) (*op, error) {
-	rec, err := newRecord(s.codec, key, obj)
+	rec, plainLen, err := newRecord(s.codec, key, obj)
 	if err != nil {
 		return nil, fmt.Errorf("store %s key %q: %w", s.name, key, err)
 	}
@@ -100,7 +101,7 @@ func (s *Store) prepareUpsertKeyLocked(key string, obj interface{}) (*op, error)
 	if err != nil {
 		return nil, err
 	}
-	return &op{key: key, rv: rec.RV, rec: rec, enc: enc, obj: obj}, nil
+	return &op{key: key, rv: rec.RV, rec: rec, enc: enc, obj: obj, plainLen: plainLen}, nil
 }
 
 // prepareDelete computes the key of a deleted object; obj may be a

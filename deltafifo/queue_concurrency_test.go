@@ -107,26 +107,7 @@ func TestEventsWaitOnlyWhileProcessingDeep(t *testing.T) {
 	}
 	drain()
 
-	must(t, q.Add(testObj{Key: "ns/first", Val: 0}))
-	entered, release := make(chan struct{}), make(chan struct{})
-	popDone := make(chan error, 1)
-	go func() {
-		popDone <- q.PopBatch(
-			func([]cache.Delta, bool) error { close(entered); <-release; return nil },
-			func(interface{}, bool) error { close(entered); <-release; return nil })
-	}()
-	<-entered
-	// The consumer processes unlocked: two batches go in at once.
-	for i := range 2 * batch {
-		must(t, q.Add(testObj{Key: fmt.Sprintf("ns/busy-%d", i), Val: i}))
-	}
-	added := make(chan error, 1)
-	go func() { added <- q.Add(testObj{Key: "ns/held", Val: 0}) }()
-	select {
-	case err := <-added:
-		t.Fatalf("Add with %d queued during processing returned (%v), want it to wait", q.Len(), err)
-	case <-time.After(50 * time.Millisecond):
-	}
+	release, popDone, added := holdEventBehindProcessing(t, q, batch)
 	close(release)
 	must(t, <-popDone)
 	must(t, <-added)
@@ -141,9 +122,23 @@ func TestEventsWaitOnlyWhileProcessingDeep(t *testing.T) {
 func TestCloseReleasesWaitingEvent(t *testing.T) {
 	const batch = 2
 	q := newTestQueue(t, QueueOptions{UnlockWhileProcessing: true, BatchSize: batch})
+	release, popDone, added := holdEventBehindProcessing(t, q, batch)
+	q.Close()
+	must(t, <-added)
+	close(release)
+	must(t, <-popDone)
+}
+
+// holdEventBehindProcessing starts a PopBatch whose processing waits for
+// release, queues two batches while it processes (an unlocked consumer takes
+// them at once) and one more event, which must wait: added receives that
+// Add's result, popDone the PopBatch's.
+func holdEventBehindProcessing(t *testing.T, q *Queue, batch int) (release chan struct{}, popDone, added chan error) {
+	t.Helper()
 	must(t, q.Add(testObj{Key: "ns/first", Val: 0}))
-	entered, release := make(chan struct{}), make(chan struct{})
-	popDone := make(chan error, 1)
+	entered := make(chan struct{})
+	release = make(chan struct{})
+	popDone = make(chan error, 1)
 	go func() {
 		popDone <- q.PopBatch(
 			func([]cache.Delta, bool) error { close(entered); <-release; return nil },
@@ -153,15 +148,12 @@ func TestCloseReleasesWaitingEvent(t *testing.T) {
 	for i := range 2 * batch {
 		must(t, q.Add(testObj{Key: fmt.Sprintf("ns/busy-%d", i), Val: i}))
 	}
-	added := make(chan error, 1)
+	added = make(chan error, 1)
 	go func() { added <- q.Add(testObj{Key: "ns/held", Val: 0}) }()
 	select {
 	case err := <-added:
-		t.Fatalf("Add returned (%v) before Close, want it to wait", err)
+		t.Fatalf("Add with %d queued during processing returned (%v), want it to wait", q.Len(), err)
 	case <-time.After(50 * time.Millisecond):
 	}
-	q.Close()
-	must(t, <-added)
-	close(release)
-	must(t, <-popDone)
+	return release, popDone, added
 }

@@ -1,6 +1,7 @@
 package migrations_test
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -20,6 +21,7 @@ import (
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testutil"
+	"github.com/boltinformer/boltinformer/migrations"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
 )
 
@@ -207,4 +209,31 @@ func listPage(objs []runtime.Object) []boltindexer.Op {
 		ops[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: o}
 	}
 	return ops
+}
+
+// revertAndRemigrate migrates path back to schema target and checks the
+// revert: the report (reportOK), a file equal to before (a Dump taken at
+// target before the upgrade), a file this build refuses until it is migrated
+// again, and a migration forward that gives want back.
+func revertAndRemigrate(t *testing.T, path string, target uint64, before []string, want []storeSpec, reportOK func(migrations.Report) bool) {
+	t.Helper()
+	o := opts()
+	o.Target = u64(target)
+	rep, err := migrations.Migrate(path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.To != target || !reportOK(rep) {
+		t.Fatalf("revert report %+v", rep)
+	}
+	if d := migrationstest.DiffDumps(before, migrationstest.Dump(t, path)); d != "" {
+		t.Fatalf("the revert does not give back the v%d file:\n%s", target, d)
+	}
+	if _, err := cachefile.Open(path, cachefile.Options{ReadOnly: true}); !errors.Is(err, cachefile.ErrNeedsMigration) {
+		t.Fatalf("after the revert: want ErrNeedsMigration, got %v", err)
+	}
+	if _, err := migrations.Migrate(path, opts()); err != nil {
+		t.Fatal(err)
+	}
+	verifyV1(t, path, want)
 }

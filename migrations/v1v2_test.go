@@ -75,25 +75,9 @@ func TestMigrateV1ToV2AndBack(t *testing.T) {
 		}
 	}
 
-	o := opts()
-	o.Target = u64(1)
-	rep, err = migrations.Migrate(path, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Steps) != 2 || !rep.Steps[1].Revert || rep.Steps[1].To != 1 || rep.To != 1 {
-		t.Fatalf("revert report %+v", rep)
-	}
-	if d := migrationstest.DiffDumps(v1Dump, migrationstest.Dump(t, path)); d != "" {
-		t.Fatalf("the revert does not give back the v1 file:\n%s", d)
-	}
-	if _, err := cachefile.Open(path, cachefile.Options{ReadOnly: true}); !errors.Is(err, cachefile.ErrNeedsMigration) {
-		t.Fatalf("after the revert: want ErrNeedsMigration, got %v", err)
-	}
-	if _, err := migrations.Migrate(path, opts()); err != nil {
-		t.Fatal(err)
-	}
-	verifyV1(t, path, want)
+	revertAndRemigrate(t, path, 1, v1Dump, want, func(rep migrations.Report) bool {
+		return len(rep.Steps) == 2 && rep.Steps[1].Revert && rep.Steps[1].To == 1
+	})
 }
 
 // TestRevertRefusesEncryptedRecords: v1 has no place for a record's key

@@ -101,26 +101,9 @@ func TestMigrateV2ToV3AndBack(t *testing.T) {
 		t.Fatal("no payload was compressed")
 	}
 
-	o := opts()
-	o.Target = u64(2)
-	rep, err = migrations.Migrate(path, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Steps) != 1 || !rep.Steps[0].Revert || rep.To != 2 {
-		t.Fatalf("revert report %+v", rep)
-	}
-	if d := migrationstest.DiffDumps(v2Dump, migrationstest.Dump(t, path)); d != "" {
-		t.Fatalf("the revert does not give back the v2 file:\n%s", d)
-	}
-	boltindexertest.CheckFile(t, path)
-	if _, err := cachefile.Open(path, cachefile.Options{ReadOnly: true}); !errors.Is(err, cachefile.ErrNeedsMigration) {
-		t.Fatalf("after the revert: want ErrNeedsMigration, got %v", err)
-	}
-	if _, err := migrations.Migrate(path, opts()); err != nil {
-		t.Fatal(err)
-	}
-	verifyV1(t, path, want)
+	revertAndRemigrate(t, path, 2, v2Dump, want, func(rep migrations.Report) bool {
+		return len(rep.Steps) == 1 && rep.Steps[0].Revert
+	})
 }
 
 // TestRevertV3RefusesCompressedSealedRecords: a sealed payload that was
