@@ -100,8 +100,9 @@ func (inf *Informer) applyEvents(ctx context.Context, run []cache.Delta) error {
 	}
 	// No handler, no use for the previous objects. Handlers are added
 	// and removed under blockDeltas, which handle holds: none can appear
-	// before these changes are distributed.
-	opts := boltindexer.ApplyOptions{SkipOld: inf.processor.NumListeners() == 0}
+	// before these changes are distributed. A delete is notified with the
+	// object the apiserver sent (notify), never with the stored one.
+	opts := boltindexer.ApplyOptions{SkipOld: inf.processor.NumListeners() == 0, SkipOldOfDeletes: true}
 	changes, err := inf.applyOps(ctx, ops, func(ops []boltindexer.Op) ([]boltindexer.Change, error) {
 		return inf.store.ApplyWith(ops, resourceVersionOf(ops[len(ops)-1].Obj), opts)
 	})

@@ -28,6 +28,10 @@ type ApplyOptions struct {
 	// SkipOld leaves Change.Old nil: the caller has no use for the previous
 	// objects (an informer with no handler), so they are not decoded.
 	SkipOld bool
+	// SkipOldOfDeletes leaves Change.Old nil for deletes only: an informer
+	// notifies a watch delete with the object the apiserver sent, so the
+	// stored version is not decoded.
+	SkipOldOfDeletes bool
 }
 
 // Apply performs ops in order and moves the store's RV to rv (when rv is
@@ -89,7 +93,7 @@ func (s *Store) ApplyWith(ops []Op, rv string, opts ApplyOptions) ([]Change, err
 		}
 		if !opts.SkipOld {
 			// Decoded while bbolt writes and syncs the transaction.
-			decoding = append(decoding, s.startDecodeOld(changes, olds))
+			decoding = append(decoding, s.startDecodeOld(changes, olds, opts.SkipOldOfDeletes))
 		}
 		return nil
 	})

@@ -88,3 +88,31 @@ func TestApplySkipOld(t *testing.T) {
 		t.Fatalf("rv %q, want 14", rv)
 	}
 }
+
+// TestApplySkipOldOfDeletes checks that SkipOldOfDeletes leaves the
+// previous object out of deletes only: updates still carry theirs.
+func TestApplySkipOldOfDeletes(t *testing.T) {
+	s := boltindexertest.Open(t, "pods", podOpts())
+	if _, err := s.Apply([]boltindexer.Op{
+		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "10", testutil.Node("n1"))},
+		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p2", "11", testutil.Node("n1"))},
+	}, "11"); err != nil {
+		t.Fatal(err)
+	}
+	chs, err := s.ApplyWith([]boltindexer.Op{
+		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "12", testutil.Node("n2"))},
+		{Type: boltindexer.OpDelete, Obj: testutil.Pod("a", "p2", "13")},
+	}, "13", boltindexer.ApplyOptions{SkipOldOfDeletes: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := changeTypes(chs), "a/p1:Updated a/p2:Deleted "; got != want {
+		t.Fatalf("changes %q, want %q", got, want)
+	}
+	if old, ok := chs[0].Old.(*v1.Pod); !ok || old.Spec.NodeName != "n1" || old.ResourceVersion != "10" {
+		t.Fatalf("update: Old %v, want a/p1 at rv 10 on n1", chs[0].Old)
+	}
+	if chs[1].Old != nil || chs[1].OldErr != nil {
+		t.Fatalf("delete: Old %v, OldErr %v; want neither with SkipOldOfDeletes", chs[1].Old, chs[1].OldErr)
+	}
+}

@@ -355,7 +355,7 @@ func (s *Store) write(keys []string, fill func() []hotEntry, fn func(b *cachefil
 
 // decodeOld decodes the previous objects of changes after their commit.
 func (s *Store) decodeOld(changes []Change, olds []*cachefile.Record) {
-	d := s.startDecodeOld(changes, olds)
+	d := s.startDecodeOld(changes, olds, false)
 	d.wait()
 	d.fill(changes)
 }
@@ -375,11 +375,12 @@ type oldDecoding struct {
 }
 
 // startDecodeOld starts decoding the records of olds (detached from
-// bbolt's memory) whose changes have no OldErr.
-func (s *Store) startDecodeOld(changes []Change, olds []*cachefile.Record) *oldDecoding {
+// bbolt's memory) whose changes have no OldErr, but not those of deletes
+// when skipDeletes.
+func (s *Store) startDecodeOld(changes []Change, olds []*cachefile.Record, skipDeletes bool) *oldDecoding {
 	d := &oldDecoding{s: s}
 	for i := range changes {
-		if olds[i] == nil || changes[i].OldErr != nil {
+		if olds[i] == nil || changes[i].OldErr != nil || (skipDeletes && changes[i].Type == Deleted) {
 			continue
 		}
 		d.idx, d.keys, d.recs = append(d.idx, i), append(d.keys, changes[i].Key), append(d.recs, olds[i])
