@@ -15,8 +15,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/processor"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -28,7 +28,7 @@ type Informer struct {
 	gvk       schema.GroupVersionKind
 	opts      InformerOptions
 	name      string
-	store     *boltindexer.Store
+	store     *boltstore.Store
 	processor *processor.Processor
 	clock     clock.WithTicker
 	logger    klog.Logger
@@ -97,7 +97,7 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 	if _, dup := c.informers[opts.StoreName]; dup {
 		return nil, fmt.Errorf("%w: %s", ErrDuplicateStore, opts.StoreName)
 	}
-	store, err := boltindexer.New(c.db, opts.StoreName, boltindexer.StoreOptions{
+	store, err := boltstore.New(c.db, opts.StoreName, boltstore.StoreOptions{
 		Object:        exampleObject,
 		KeyFunc:       cache.MetaNamespaceKeyFunc,
 		Indexers:      opts.Indexers,
@@ -170,7 +170,7 @@ func storeNameFor(gvk schema.GroupVersionKind) string {
 }
 
 // Store returns the informer's on-disk store.
-func (inf *Informer) Store() *boltindexer.Store { return inf.store }
+func (inf *Informer) Store() *boltstore.Store { return inf.store }
 
 // Name returns the informer's store name.
 func (inf *Informer) Name() string { return inf.name }

@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
 )
@@ -143,7 +143,7 @@ func verifyV1(t testing.TB, path string, want []storeSpec) {
 	}
 	defer db.Close()
 	for _, sp := range want {
-		s, err := boltindexer.New(db, sp.name, boltindexer.StoreOptions{Object: sp.example, Indexers: sp.indexers})
+		s, err := boltstore.New(db, sp.name, boltstore.StoreOptions{Object: sp.example, Indexers: sp.indexers})
 		if err != nil {
 			t.Fatalf("store %s: %v", sp.name, err)
 		}
@@ -201,10 +201,10 @@ func toInterfaces(objs []runtime.Object) []interface{} {
 }
 
 // listPage makes a relist page of objs.
-func listPage(objs []runtime.Object) []boltindexer.Op {
-	ops := make([]boltindexer.Op, len(objs))
+func listPage(objs []runtime.Object) []boltstore.Op {
+	ops := make([]boltstore.Op, len(objs))
 	for i, o := range objs {
-		ops[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: o}
+		ops[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: o}
 	}
 	return ops
 }

@@ -113,7 +113,7 @@ func info(from, to uint64, c change, revert bool) StepInfo {
 }
 
 // txVersion reads the schema version of a transaction's file by the rule
-// of boltindexer.ReadSchemaVersion: no meta bucket, or meta without a
+// of boltstore.ReadSchemaVersion: no meta bucket, or meta without a
 // version, is v0.
 func txVersion(tx *bolt.Tx) (uint64, error) {
 	meta := tx.Bucket(cachefile.MetaBucket)

@@ -8,8 +8,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
@@ -82,7 +82,7 @@ func TestMigrateV2ToV3AndBack(t *testing.T) {
 	if rep.From != 2 || rep.To != 3 || len(rep.Steps) != 1 || !rep.Steps[0].Rewrite {
 		t.Fatalf("report %+v", rep)
 	}
-	boltindexertest.CheckFile(t, path)
+	boltstoretest.CheckFile(t, path)
 	verifyV1(t, path, want)
 	compressed := 0
 	for k, rec := range recordsOf(t, path, "pods", 3) {
@@ -113,7 +113,7 @@ func TestMigrateV2ToV3AndBack(t *testing.T) {
 	if d := migrationstest.DiffDumps(v2Dump, migrationstest.Dump(t, path)); d != "" {
 		t.Fatalf("the revert does not give back the v2 file:\n%s", d)
 	}
-	boltindexertest.CheckFile(t, path)
+	boltstoretest.CheckFile(t, path)
 	if _, err := cachefile.Open(path, cachefile.Options{ReadOnly: true}); !errors.Is(err, cachefile.ErrNeedsMigration) {
 		t.Fatalf("after the revert: want ErrNeedsMigration, got %v", err)
 	}

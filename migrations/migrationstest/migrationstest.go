@@ -3,7 +3,7 @@
 // start from a real old file, and reads any version back (Dump,
 // SchemaVersion) so a test can compare a file before and after. It writes
 // the layouts exactly as defined by package migrations (internal/v0) and
-// never through boltindexer.
+// never through boltstore.
 package migrationstest
 
 import (

@@ -19,9 +19,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -232,9 +232,9 @@ func TestSIGKILLDuringChurn(t *testing.T) {
 // LIST at that exact RV returns (content included).
 func checkKilledFile(t *testing.T, cl *client, path, ns, what string) {
 	t.Helper()
-	boltindexertest.CheckFile(t, path)
-	st, err := boltindexer.Open(path, "ConfigMap.v1", cachefile.Options{ReadOnly: true},
-		boltindexer.StoreOptions{Object: &v1.ConfigMap{}, Indexers: crashIndexers()})
+	boltstoretest.CheckFile(t, path)
+	st, err := boltstore.Open(path, "ConfigMap.v1", cachefile.Options{ReadOnly: true},
+		boltstore.StoreOptions{Object: &v1.ConfigMap{}, Indexers: crashIndexers()})
 	if err != nil {
 		t.Fatalf("%s: open what the killed process left: %v", what, err)
 	}

@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/failpoint"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
@@ -61,7 +61,7 @@ func informerChild() int {
 }
 
 type reporter struct {
-	store *boltindexer.Store
+	store *boltstore.Store
 
 	mu     sync.Mutex
 	stored string
@@ -208,7 +208,7 @@ func checkCrashed(t *testing.T, path string, h *testutil.History, r crashReport)
 	if t.Failed() {
 		t.FailNow()
 	}
-	st, err := boltindexer.Open(path, storeName, cachefile.Options{}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: indexers()})
+	st, err := boltstore.Open(path, storeName, cachefile.Options{}, boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: indexers()})
 	if err != nil {
 		t.Fatalf("reopen after the kill: %v", err)
 	}

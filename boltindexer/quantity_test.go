@@ -1,5 +1,0 @@
-package boltindexer
-
-import "k8s.io/apimachinery/pkg/api/resource"
-
-func mustQuantity(s string) resource.Quantity { return resource.MustParse(s) }

@@ -1,0 +1,90 @@
+package boltstore_test
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
+	"github.com/boltinformer/boltinformer/internal/testutil"
+)
+
+// TestApplyDecodesEveryPreviousObject updates a batch large enough for the
+// previous objects to be decoded by several workers, and checks that each
+// change carries its own key's previous version, deleted ones included.
+func TestApplyDecodesEveryPreviousObject(t *testing.T) {
+	s := boltstoretest.Open(t, "pods", podOpts())
+	const n = 64
+	first := make([]boltstore.Op, n)
+	for i := range first {
+		first[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", fmt.Sprintf("p%d", i), strconv.Itoa(10+i), testutil.Label("app", fmt.Sprintf("p%d", i)), testutil.Node(fmt.Sprintf("old-%d", i)))}
+	}
+	if _, err := s.Apply(first, strconv.Itoa(10+n)); err != nil {
+		t.Fatal(err)
+	}
+	second := make([]boltstore.Op, n)
+	for i := range second {
+		second[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", fmt.Sprintf("p%d", i), strconv.Itoa(100+i), testutil.Label("app", fmt.Sprintf("p%d", i)), testutil.Node(fmt.Sprintf("new-%d", i)))}
+		if i%5 == 0 {
+			second[i] = boltstore.Op{Type: boltstore.OpDelete, Obj: testutil.Pod("a", fmt.Sprintf("p%d", i), strconv.Itoa(100+i), testutil.Label("app", fmt.Sprintf("p%d", i)), testutil.Node(""))}
+		}
+	}
+	chs, err := s.Apply(second, strconv.Itoa(100+n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range chs {
+		want := first[i].Obj.(*v1.Pod)
+		if ch.OldErr != nil {
+			t.Fatalf("change %d (%s): OldErr %v", i, ch.Key, ch.OldErr)
+		}
+		old, ok := ch.Old.(*v1.Pod)
+		if !ok {
+			t.Fatalf("change %d (%s %s): Old is %T, want *v1.Pod", i, ch.Key, ch.Type, ch.Old)
+		}
+		if !apiequality.Semantic.DeepEqual(old, want) {
+			t.Fatalf("change %d (%s): Old = %s/%s rv %s, want %s/%s rv %s", i, ch.Key, old.Name, old.Spec.NodeName, old.ResourceVersion, want.Name, want.Spec.NodeName, want.ResourceVersion)
+		}
+	}
+}
+
+// TestApplySkipOld checks that SkipOld writes the same as Apply and only
+// leaves the previous objects out.
+func TestApplySkipOld(t *testing.T) {
+	s := boltstoretest.Open(t, "pods", podOpts())
+	if _, err := s.Apply([]boltstore.Op{
+		{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p1", "10", testutil.Label("app", "p1"), testutil.Node("n1"))},
+		{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p2", "11", testutil.Label("app", "p2"), testutil.Node("n1"))},
+	}, "11"); err != nil {
+		t.Fatal(err)
+	}
+	chs, err := s.ApplyWith([]boltstore.Op{
+		{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p1", "12", testutil.Label("app", "p1"), testutil.Node("n2"))},
+		{Type: boltstore.OpDelete, Obj: testutil.Pod("a", "p2", "13", testutil.Label("app", "p2"), testutil.Node(""))},
+		{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p3", "14", testutil.Label("app", "p3"), testutil.Node("n2"))},
+	}, "14", boltstore.ApplyOptions{SkipOld: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := changeTypes(chs), "a/p1:Updated a/p2:Deleted a/p3:Added "; got != want {
+		t.Fatalf("changes %q, want %q", got, want)
+	}
+	for _, ch := range chs {
+		if ch.Old != nil || ch.OldErr != nil {
+			t.Fatalf("%s: Old %v, OldErr %v; want neither with SkipOld", ch.Key, ch.Old, ch.OldErr)
+		}
+	}
+	if keys, err := s.IndexKeys("node", "n2"); err != nil || len(keys) != 2 {
+		t.Fatalf("node n2 holds %v (%v), want a/p1 and a/p3", keys, err)
+	}
+	if _, exists, err := s.GetByKey("a/p2"); err != nil || exists {
+		t.Fatalf("a/p2 exists=%v (%v) after its delete", exists, err)
+	}
+	if rv := s.LastStoreSyncResourceVersion(); rv != "14" {
+		t.Fatalf("rv %q, want 14", rv)
+	}
+}

@@ -1,0 +1,266 @@
+package boltstore
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/encryption"
+)
+
+// protoMessage is what the generated protobuf code of Kubernetes API types provides.
+type protoMessage interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+	Unmarshal([]byte) error
+}
+
+// objectCodec encodes and decodes the objects of one store. It is chosen
+// from the store's example object: protobuf when the type has generated
+// protobuf methods, unstructured JSON for *unstructured.Unstructured, and
+// encoding/json otherwise.
+type objectCodec struct {
+	// elem is the struct type the store holds (e.g. v1.Pod for *v1.Pod).
+	elem reflect.Type
+	// ptr is the pointer type (e.g. *v1.Pod).
+	ptr  reflect.Type
+	id   cachefile.Codec
+	name string
+
+	// store is the store's name, bound into every sealed payload.
+	store string
+	// keys opens sealed payloads; nil when the store has no key file.
+	keys *encryption.Keyring
+	// seal makes every written payload sealed with keys' current key.
+	seal bool
+	// lastType is the last apiVersion and kind decoded (see typeStrings).
+	lastType atomic.Pointer[[2]string]
+}
+
+func newObjectCodec(example runtime.Object) (*objectCodec, error) {
+	if example == nil {
+		return nil, ErrNoObjectType
+	}
+	t := reflect.TypeOf(example)
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("%w: example object must be a pointer to a struct, got %s", ErrNoObjectType, t)
+	}
+	c := &objectCodec{elem: t.Elem(), ptr: t, name: t.String()}
+	switch {
+	case t == reflect.TypeOf(&unstructured.Unstructured{}):
+		c.id = cachefile.CodecUnstructuredJSON
+	case t.Implements(reflect.TypeOf((*protoMessage)(nil)).Elem()):
+		c.id = cachefile.CodecProtobuf
+	default:
+		c.id = cachefile.CodecJSON
+	}
+	return c, nil
+}
+
+// encode returns the payload of obj in the store's codec. obj must be of
+// the store's type.
+func (c *objectCodec) encode(obj runtime.Object) (cachefile.Codec, []byte, error) {
+	if reflect.TypeOf(obj) != c.ptr {
+		return 0, nil, fmt.Errorf("%w: store holds %s, got %T", ErrWrongType, c.name, obj)
+	}
+	switch c.id {
+	case cachefile.CodecProtobuf:
+		m := obj.(protoMessage)
+		buf := make([]byte, m.Size())
+		n, err := m.MarshalToSizedBuffer(buf)
+		if err != nil {
+			return 0, nil, fmt.Errorf("protobuf encode %T: %w", obj, err)
+		}
+		return c.id, buf[len(buf)-n:], nil
+	case cachefile.CodecUnstructuredJSON:
+		b, err := json.Marshal(obj.(*unstructured.Unstructured).Object)
+		if err != nil {
+			return 0, nil, fmt.Errorf("json encode %T: %w", obj, err)
+		}
+		return c.id, b, nil
+	default:
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return 0, nil, fmt.Errorf("json encode %T: %w", obj, err)
+		}
+		return c.id, b, nil
+	}
+}
+
+// open returns the plaintext, decompressed payload of the record stored
+// under key. A sealed payload opens with the key its record names, or is an
+// error wrapping ErrEncrypted that names that key; it never reads as
+// plaintext. A compressed payload is decompressed into *buf (grown as
+// needed), which the caller may reuse once it has decoded the payload.
+func (c *objectCodec) open(key string, v *cachefile.RecordView, buf *[]byte) ([]byte, error) {
+	payload := v.Payload
+	if len(v.KeyID) > 0 {
+		plain, err := c.keys.Open(string(v.KeyID), c.store, key, payload)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrEncrypted, err)
+		}
+		payload = plain
+	}
+	if v.Compression == cachefile.CompressionNone {
+		return payload, nil
+	}
+	out, err := cachefile.DecompressPayload(v.Compression, payload, *buf)
+	if err != nil {
+		return nil, err
+	}
+	if cap(out) > cap(*buf) {
+		*buf = out
+	}
+	return out, nil
+}
+
+// payloadBufs holds buffers for decompressed payloads: every decoder here
+// copies what it keeps, so a buffer is free again once its payload is decoded.
+var payloadBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledPayload bounds the buffers kept in payloadBufs.
+const maxPooledPayload = 1 << 20
+
+// decode builds a new object from a decoded record (the write and verify
+// paths, which already hold one).
+func (c *objectCodec) decode(key string, r *cachefile.Record) (runtime.Object, error) {
+	v := cachefile.RecordView{
+		Codec: r.Codec, Compression: r.Compression,
+		APIVersion: unsafeBytes(r.APIVersion), Kind: unsafeBytes(r.Kind), KeyID: unsafeBytes(r.KeyID),
+		Payload: r.Payload,
+	}
+	obj, _, err := c.decodeView(key, &v)
+	return obj, err
+}
+
+// unsafeBytes returns the bytes of s without copying; they must never be written.
+func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// decodeView builds a new object from the record stored under key, and
+// returns the size of its plain payload. The payload may alias bbolt's
+// memory: every decoder here copies what it keeps.
+func (c *objectCodec) decodeView(key string, v *cachefile.RecordView) (runtime.Object, int, error) {
+	buf := payloadBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*buf) <= maxPooledPayload {
+			payloadBufs.Put(buf)
+		}
+	}()
+	payload, err := c.open(key, v, buf)
+	if err != nil {
+		return nil, 0, err
+	}
+	obj, err := c.decodePayload(v, payload)
+	return obj, len(payload), err
+}
+
+func (c *objectCodec) decodePayload(v *cachefile.RecordView, payload []byte) (runtime.Object, error) {
+	switch v.Codec {
+	case cachefile.CodecProtobuf:
+		obj, ok := c.newObject().(protoMessage)
+		if !ok {
+			return nil, fmt.Errorf("%w: protobuf record but %s has no protobuf methods", cachefile.ErrCorruptRecord, c.name)
+		}
+		if err := obj.Unmarshal(payload); err != nil {
+			return nil, fmt.Errorf("%w: protobuf decode %s: %v", cachefile.ErrCorruptRecord, c.name, err)
+		}
+		ro := obj.(runtime.Object)
+		apiVersion, kind := c.typeStrings(v.APIVersion, v.Kind)
+		setTypeMeta(ro, apiVersion, kind)
+		return ro, nil
+	case cachefile.CodecUnstructuredJSON:
+		if c.id != cachefile.CodecUnstructuredJSON {
+			return nil, fmt.Errorf("%w: unstructured record in a store of %s", cachefile.ErrCorruptRecord, c.name)
+		}
+		content := map[string]interface{}{}
+		if err := utiljson.Unmarshal(payload, &content); err != nil {
+			return nil, fmt.Errorf("%w: json decode unstructured: %v", cachefile.ErrCorruptRecord, err)
+		}
+		return &unstructured.Unstructured{Object: content}, nil
+	case cachefile.CodecJSON:
+		if c.id == cachefile.CodecUnstructuredJSON {
+			return nil, fmt.Errorf("%w: typed json record in a store of %s", cachefile.ErrCorruptRecord, c.name)
+		}
+		obj := c.newObject()
+		if err := json.Unmarshal(payload, obj); err != nil {
+			return nil, fmt.Errorf("%w: json decode %s: %v", cachefile.ErrCorruptRecord, c.name, err)
+		}
+		return obj.(runtime.Object), nil
+	}
+	return nil, fmt.Errorf("%w: unknown codec %d", cachefile.ErrCorruptRecord, v.Codec)
+}
+
+// newObject returns a new zero object of the store's type.
+func (c *objectCodec) newObject() interface{} { return reflect.New(c.elem).Interface() }
+
+// typeStrings returns apiVersion and kind as strings, reusing the last
+// ones seen: a store's records nearly always carry the same pair, so a read
+// does not allocate them.
+func (c *objectCodec) typeStrings(apiVersion, kind []byte) (string, string) {
+	if t := c.lastType.Load(); t != nil && t[0] == string(apiVersion) && t[1] == string(kind) {
+		return t[0], t[1]
+	}
+	t := &[2]string{string(apiVersion), string(kind)}
+	c.lastType.Store(t)
+	return t[0], t[1]
+}
+
+// setTypeMeta restores the TypeMeta that protobuf payloads do not carry,
+// exactly as it was written.
+func setTypeMeta(obj runtime.Object, apiVersion, kind string) {
+	if apiVersion == "" && kind == "" {
+		return
+	}
+	if t, err := meta.TypeAccessor(obj); err == nil {
+		t.SetAPIVersion(apiVersion)
+		t.SetKind(kind)
+	}
+}
+
+// newRecord builds the envelope of obj stored under key, its payload
+// sealed when the store encrypts; index values are filled by the caller.
+func newRecord(c *objectCodec, key string, obj interface{}) (*cachefile.Record, error) {
+	ro, ok := obj.(runtime.Object)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T is not a runtime.Object", ErrWrongType, obj)
+	}
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %T: %v", ErrNoMetadata, obj, err)
+	}
+	id, payload, err := c.encode(ro)
+	if err != nil {
+		return nil, err
+	}
+	// Compress before sealing: sealed bytes do not compress.
+	compression, payload := cachefile.CompressPayload(payload)
+	var keyID string
+	if c.seal {
+		if keyID, payload, err = c.keys.Seal(c.store, key, payload); err != nil {
+			return nil, err
+		}
+	}
+	var apiVersion, kind string
+	if t, err := meta.TypeAccessor(obj); err == nil {
+		apiVersion, kind = t.GetAPIVersion(), t.GetKind()
+	}
+	return &cachefile.Record{
+		RV:          m.GetResourceVersion(),
+		UID:         string(m.GetUID()),
+		Codec:       id,
+		Compression: compression,
+		APIVersion:  apiVersion,
+		Kind:        kind,
+		KeyID:       keyID,
+		Payload:     payload,
+	}, nil
+}

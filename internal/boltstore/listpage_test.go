@@ -1,0 +1,98 @@
+package boltstore_test
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
+	"github.com/boltinformer/boltinformer/internal/testutil"
+)
+
+// TestListPageRefusesDeletes: a list page holds upserts only; a delete in
+// one is bad input, refused before anything is written.
+func TestListPageRefusesDeletes(t *testing.T) {
+	s := boltstoretest.Open(t, "pods", podOpts())
+	if err := s.BeginRelist("test"); err != nil {
+		t.Fatal(err)
+	}
+	page := []boltstore.Op{{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p", "5", testutil.Label("app", "p"), testutil.Node(""))}, {Type: boltstore.OpDelete, Obj: testutil.Pod("a", "q", "5", testutil.Label("app", "q"), testutil.Node(""))}}
+	if _, err := s.ApplyListPage(page); !errors.Is(err, boltstore.ErrNotUpsert) {
+		t.Fatalf("a delete in a list page: %v, want ErrNotUpsert", err)
+	}
+	if n, err := s.Len(); err != nil || n != 0 {
+		t.Fatalf("store holds %d objects (%v) after a refused page, want 0", n, err)
+	}
+}
+
+// upserts makes a list page of objs.
+func upserts(objs ...interface{}) []boltstore.Op {
+	ops := make([]boltstore.Op, len(objs))
+	for i, obj := range objs {
+		ops[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: obj}
+	}
+	return ops
+}
+
+// TestColdRelistKeepsNoSeenKeys: a relist that begins on an empty store
+// writes no seen keys (nothing can be missing from the list), yet a relist
+// restarted after part of a cold one was applied still sweeps what the
+// restarted list no longer has.
+func TestColdRelistKeepsNoSeenKeys(t *testing.T) {
+	s := boltstoretest.Open(t, "pods", podOpts())
+	hasSeen := func() bool {
+		var found bool
+		if err := s.DB().View(func(tx *bolt.Tx) error {
+			b, err := cachefile.StoreTx(tx, s.Name())
+			found = err == nil && b.Seen() != nil
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
+	if err := s.BeginRelist("cold start"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyListPage(upserts(testutil.Pod("a", "p1", "5", testutil.Label("app", "p1"), testutil.Node("n1")), testutil.Pod("a", "p2", "6", testutil.Label("app", "p2"), testutil.Node("n1")))); err != nil {
+		t.Fatal(err)
+	}
+	if hasSeen() {
+		t.Fatal("a relist of an empty store keeps seen keys")
+	}
+	// The continue token expired: the list restarts and p2 is gone by now.
+	if err := s.BeginRelist("restart"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyListPage(upserts(testutil.Pod("a", "p1", "5", testutil.Label("app", "p1"), testutil.Node("n1")), testutil.Pod("a", "p3", "7", testutil.Label("app", "p3"), testutil.Node("n2")))); err != nil {
+		t.Fatal(err)
+	}
+	if !hasSeen() {
+		t.Fatal("a relist restarted over stored objects keeps no seen keys")
+	}
+	dels, err := s.FinishRelist("9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := changeTypes(dels); got != "a/p2:Deleted " {
+		t.Fatalf("deletes %q, want a/p2", got)
+	}
+	// A cold relist that runs to its end deletes nothing.
+	s2 := boltstoretest.Open(t, "pods", podOpts())
+	if err := s2.BeginRelist("cold start"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s2.ApplyListPage(upserts(testutil.Pod("a", "p1", "5", testutil.Label("app", "p1"), testutil.Node("n1")))); err != nil {
+		t.Fatal(err)
+	}
+	if dels, err := s2.FinishRelist("5"); err != nil || len(dels) != 0 {
+		t.Fatalf("cold FinishRelist = %q, %v; want no deletes", changeTypes(dels), err)
+	}
+	if in, _, _ := s2.RelistInProgress(); in || s2.LastStoreSyncResourceVersion() != "5" || fmt.Sprint(s2.ListKeys()) != "[a/p1]" {
+		t.Fatalf("after a cold relist: marker %v, rv %q, keys %v", in, s2.LastStoreSyncResourceVersion(), s2.ListKeys())
+	}
+}

@@ -1,0 +1,62 @@
+package boltstore
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/boltinformer/boltinformer/cachefile"
+)
+
+// Verify checks the store as cachefile.CheckTx does and also decodes every
+// payload and re-runs the registered IndexFuncs, comparing their values with
+// the stored ones (DESIGN invariant 4). It returns an error wrapping
+// ErrInconsistent that lists the first problem.
+func (s *Store) Verify() error {
+	s.indexMu.RLock()
+	defer s.indexMu.RUnlock()
+	c := cachefile.NewChecker(100)
+	err := s.view(func(b *cachefile.Buckets) error {
+		c.Store(b)
+		return b.Objects.ForEach(func(k, v []byte) error {
+			if c.Full() {
+				return nil
+			}
+			rec, err := cachefile.DecodeRecord(k, v)
+			if err != nil {
+				return nil // reported by Store
+			}
+			obj, err := s.codec.decode(string(k), rec)
+			if err != nil {
+				c.Add(cachefile.Problem{Store: b.Name, Key: string(k), What: err.Error()})
+				return nil
+			}
+			if key, err := s.keyFunc(obj); err != nil || key != string(k) {
+				c.Add(cachefile.Problem{Store: b.Name, Key: string(k), What: fmt.Sprintf("object's key is %q (%v)", key, err)})
+			}
+			for n, f := range s.indexers {
+				want, err := computeIndex(n, f, obj)
+				if err != nil {
+					want = []string{"<" + err.Error() + ">"}
+				}
+				if got := rec.Values(n); !reflect.DeepEqual(nonNil(got), nonNil(want)) || !rec.HasIndex(n) {
+					c.Add(cachefile.Problem{Store: b.Name, Key: string(k), What: fmt.Sprintf("index %q: stored values %q, IndexFunc gives %q", n, got, want)})
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	if ps := c.Problems(); len(ps) > 0 {
+		return fmt.Errorf("%w: %d problem(s), first: %s", ErrInconsistent, len(ps), ps[0])
+	}
+	return nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
