@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
@@ -114,7 +115,7 @@ func runOn(t *testing.T, path string, cl *fakeCluster, withIdentity bool) (*bolt
 	stop := func() {
 		cancel()
 		<-done
-		boltstoretest.Verify(t, inf.Store())
+		boltstoretest.Verify(t, (*boltstore.Store)(inf.Store()))
 		if err := c.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}

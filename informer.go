@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/processor"
@@ -169,17 +170,19 @@ func storeNameFor(gvk schema.GroupVersionKind) string {
 	return strings.TrimSuffix(gvk.Kind+"."+gvk.Version+"."+gvk.Group, ".")
 }
 
-// Store returns the informer's on-disk store.
-func (inf *Informer) Store() *boltstore.Store { return inf.store }
+// Store returns the informer's on-disk store. Its writes (Add, Update,
+// Delete, Replace) change objects, never the stored resourceVersion the
+// informer resumes from: only the informer's own pipeline moves that.
+func (inf *Informer) Store() *boltindexer.Store { return (*boltindexer.Store)(inf.store) }
 
 // Name returns the informer's store name.
 func (inf *Informer) Name() string { return inf.name }
 
 // GetStore returns the informer's store (a cache.Indexer).
-func (inf *Informer) GetStore() cache.Store { return inf.store }
+func (inf *Informer) GetStore() cache.Store { return inf.Store() }
 
 // GetIndexer returns the informer's store.
-func (inf *Informer) GetIndexer() cache.Indexer { return inf.store }
+func (inf *Informer) GetIndexer() cache.Indexer { return inf.Store() }
 
 // GetController returns a view of the informer as a cache.Controller.
 func (inf *Informer) GetController() cache.Controller { return controllerView{inf} }

@@ -24,6 +24,7 @@ import (
 	fcache "k8s.io/client-go/tools/cache/testing"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
@@ -180,7 +181,7 @@ func runInformer(t *testing.T, path string, lw cache.ListerWatcher, opts boltinf
 		if !inf.IsStopped() {
 			t.Error("IsStopped false after Run returned")
 		}
-		boltstoretest.Verify(t, inf.Store())
+		boltstoretest.Verify(t, (*boltstore.Store)(inf.Store()))
 		if err := c.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}

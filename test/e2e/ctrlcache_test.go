@@ -29,6 +29,7 @@ import (
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/ctrlcache"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
@@ -157,7 +158,7 @@ func TestCtrlCacheScopeMatchesRequests(t *testing.T) {
 
 	stop()
 	for _, inf := range infs {
-		boltstoretest.Verify(t, inf.Store())
+		boltstoretest.Verify(t, (*boltstore.Store)(inf.Store()))
 	}
 	if err := bc.Close(); err != nil {
 		t.Fatal(err)

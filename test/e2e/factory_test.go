@@ -18,6 +18,7 @@ import (
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/factory"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
@@ -68,7 +69,7 @@ func (r *factoryRun) stop() {
 	}
 	for _, inf := range r.infs {
 		if b, ok := inf.(*boltinformer.Informer); ok {
-			boltstoretest.Verify(r.t, b.Store())
+			boltstoretest.Verify(r.t, (*boltstore.Store)(b.Store()))
 		}
 	}
 	if err := r.cache.Close(); err != nil {

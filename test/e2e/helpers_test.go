@@ -305,7 +305,7 @@ func (rc *runningCache) stop() {
 		if !ri.IsStopped() {
 			rc.t.Errorf("%s: IsStopped false after Run returned", ri.Name())
 		}
-		boltstoretest.Verify(rc.t, ri.Store())
+		boltstoretest.Verify(rc.t, (*boltstore.Store)(ri.Store()))
 	}
 	if err := rc.cache.Close(); err != nil {
 		rc.t.Errorf("close %s: %v", rc.path, err)

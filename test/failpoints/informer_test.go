@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/failpoint"
@@ -61,7 +62,7 @@ func informerChild() int {
 }
 
 type reporter struct {
-	store *boltstore.Store
+	store *boltindexer.Store
 
 	mu     sync.Mutex
 	stored string
