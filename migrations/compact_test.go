@@ -18,7 +18,7 @@ import (
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
 )
 
-// fragmentedFile writes n pods through boltindexer and deletes all but
+// fragmentedFile writes n pods through boltstore and deletes all but
 // keep of them, leaving free pages; it returns the surviving pods.
 func fragmentedFile(t testing.TB, path string, n, keep int) []storeSpec {
 	t.Helper()

@@ -133,7 +133,7 @@ func writeV0(t testing.TB, path string, stores ...migrationstest.V0Store) {
 	}
 }
 
-// verifyV1 opens path with boltindexer, checks every store with its
+// verifyV1 opens path with boltstore, checks every store with its
 // IndexFuncs (Store.Verify and CheckTx) and compares its content with want.
 func verifyV1(t testing.TB, path string, want []storeSpec) {
 	t.Helper()

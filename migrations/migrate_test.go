@@ -86,7 +86,7 @@ func TestMigrateV0ToCurrent(t *testing.T) {
 }
 
 // TestMigrateRoundTrip reverts to v0 and back: v0 → current → v0 gives the
-// original file's content exactly, and a file written by boltindexer
+// original file's content exactly, and a file written by boltstore
 // survives current → v0 → current with its objects, indexes and RVs.
 func TestMigrateRoundTrip(t *testing.T) {
 	t.Run("v0 to v1 to v0", func(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
-// Index definition changes are not schema steps: boltindexer rebuilds an
+// Index definition changes are not schema steps: boltstore rebuilds an
 // index on open when its version tag changes. These measure that rebuild
 // (decode every object, run the IndexFunc, rewrite every record and the
 // index bucket, in one write transaction).

@@ -12,4 +12,10 @@
 // caller can mutate (except from the hot cache, under client-go's read-only
 // contract), and never panics on bad input or a damaged record. The file,
 // its commit loop and the record format belong to package cachefile.
+//
+// Users see this Store through package boltindexer, whose Store is a
+// defined type over this one (a free conversion either way) with the
+// cache.Indexer methods and a few reads; the write protocol, Rekey, Verify
+// and the repair methods stay here, for the informer, cachectl, the admin
+// socket and the module's tests.
 package boltstore

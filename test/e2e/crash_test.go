@@ -175,7 +175,7 @@ func (ch *churn) stop() (int, error) {
 // real apiserver while ConfigMaps are created, updated and deleted, and
 // kills it with SIGKILL several times: during its cold relist, during the
 // watch, during warm restarts. After every kill the file passes bbolt's and
-// boltindexer's checks (CheckTx, Verify) and, unless a relist was cut
+// the store's checks (cachefile.CheckTx, boltstore's Verify) and, unless a relist was cut
 // short, holds exactly what the apiserver held at the stored RV (a LIST at
 // that exact RV): the watermark invariant. A last start converges to the
 // apiserver with nothing lost.
@@ -227,7 +227,7 @@ func TestSIGKILLDuringChurn(t *testing.T) {
 }
 
 // checkKilledFile checks what a killed child left at path: bbolt's and
-// boltindexer's structural checks, the store's invariants, and, when the
+// cachefile's structural checks, the store's invariants, and, when the
 // store claims an RV outside a relist, that it holds exactly the objects a
 // LIST at that exact RV returns (content included).
 func checkKilledFile(t *testing.T, cl *client, path, ns, what string) {

@@ -55,7 +55,7 @@ func PodIndexers() cache.Indexers {
 	}
 }
 
-// Gadget is a CRD's Go type unknown to client-go's scheme: boltindexer
+// Gadget is a CRD's Go type unknown to client-go's scheme: internal/boltstore
 // stores it as typed JSON.
 type Gadget struct {
 	metav1.TypeMeta   `json:",inline"`
