@@ -9,7 +9,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/klog/v2"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -70,7 +70,7 @@ func (inf *Informer) checkCluster(ctx context.Context) (reason reflector.RelistR
 			err = fmt.Errorf("the ClusterIdentityFunc returned an empty identity")
 		}
 		if err == nil {
-			var rep boltindexer.ClusterReport
+			var rep boltstore.ClusterReport
 			if rep, err = inf.store.SetCluster(id); err == nil {
 				if !rep.Reset {
 					return "", true

@@ -20,7 +20,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -114,11 +115,11 @@ func runOn(t *testing.T, path string, cl *fakeCluster, withIdentity bool) (*bolt
 	stop := func() {
 		cancel()
 		<-done
-		boltindexertest.Verify(t, inf.Store())
+		boltstoretest.Verify(t, (*boltstore.Store)(inf.Store()))
 		if err := c.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
-		boltindexertest.CheckFile(t, path)
+		boltstoretest.CheckFile(t, path)
 	}
 	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
 	defer syncCancel()

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
@@ -100,8 +100,8 @@ func TestCrashAtRandomPoints(t *testing.T) {
 // the stored RV.
 func checkCrashedFile(t *testing.T, path string, s *testutil.History) int64 {
 	t.Helper()
-	boltindexertest.CheckFile(t, path)
-	st, err := boltindexer.Open(path, "Pod.v1", cachefile.Options{}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: crashIndexers()})
+	boltstoretest.CheckFile(t, path)
+	st, err := boltstore.Open(path, "Pod.v1", cachefile.Options{}, boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: crashIndexers()})
 	if err != nil {
 		t.Fatalf("reopen after SIGKILL: %v", err)
 	}

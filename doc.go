@@ -6,9 +6,10 @@
 // listers and cache.WaitForCacheSync unchanged. The package owns the
 // informer's pipeline, reflector → deltafifo queue → process loop, which
 // applies each batch of deltas in one bbolt transaction (package
-// boltindexer) together with the resourceVersion of its last event and then
-// notifies the handlers (package processor); a restarted process therefore
-// resumes its WATCH from the stored resourceVersion instead of listing again.
+// internal/boltstore, whose cache.Indexer is public as package boltindexer)
+// together with the resourceVersion of its last event and then notifies the
+// handlers (package processor); a restarted process therefore resumes its
+// WATCH from the stored resourceVersion instead of listing again.
 // Only that pipeline moves the stored resourceVersion, and it never holds a
 // whole list on the heap. Where it differs from client-go, an option or the
 // method's documentation says so: the warm-start replay of stored objects

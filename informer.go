@@ -17,6 +17,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/processor"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -28,7 +29,7 @@ type Informer struct {
 	gvk       schema.GroupVersionKind
 	opts      InformerOptions
 	name      string
-	store     *boltindexer.Store
+	store     *boltstore.Store
 	processor *processor.Processor
 	clock     clock.WithTicker
 	logger    klog.Logger
@@ -97,7 +98,7 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 	if _, dup := c.informers[opts.StoreName]; dup {
 		return nil, fmt.Errorf("%w: %s", ErrDuplicateStore, opts.StoreName)
 	}
-	store, err := boltindexer.New(c.db, opts.StoreName, boltindexer.StoreOptions{
+	store, err := boltstore.New(c.db, opts.StoreName, boltstore.StoreOptions{
 		Object:        exampleObject,
 		KeyFunc:       cache.MetaNamespaceKeyFunc,
 		Indexers:      opts.Indexers,
@@ -169,17 +170,19 @@ func storeNameFor(gvk schema.GroupVersionKind) string {
 	return strings.TrimSuffix(gvk.Kind+"."+gvk.Version+"."+gvk.Group, ".")
 }
 
-// Store returns the informer's on-disk store.
-func (inf *Informer) Store() *boltindexer.Store { return inf.store }
+// Store returns the informer's on-disk store. Its writes (Add, Update,
+// Delete, Replace) change objects, never the stored resourceVersion the
+// informer resumes from: only the informer's own pipeline moves that.
+func (inf *Informer) Store() *boltindexer.Store { return (*boltindexer.Store)(inf.store) }
 
 // Name returns the informer's store name.
 func (inf *Informer) Name() string { return inf.name }
 
 // GetStore returns the informer's store (a cache.Indexer).
-func (inf *Informer) GetStore() cache.Store { return inf.store }
+func (inf *Informer) GetStore() cache.Store { return inf.Store() }
 
 // GetIndexer returns the informer's store.
-func (inf *Informer) GetIndexer() cache.Indexer { return inf.store }
+func (inf *Informer) GetIndexer() cache.Indexer { return inf.Store() }
 
 // GetController returns a view of the informer as a cache.Controller.
 func (inf *Informer) GetController() cache.Controller { return controllerView{inf} }

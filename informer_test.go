@@ -24,7 +24,8 @@ import (
 	fcache "k8s.io/client-go/tools/cache/testing"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
@@ -180,11 +181,11 @@ func runInformer(t *testing.T, path string, lw cache.ListerWatcher, opts boltinf
 		if !inf.IsStopped() {
 			t.Error("IsStopped false after Run returned")
 		}
-		boltindexertest.Verify(t, inf.Store())
+		boltstoretest.Verify(t, (*boltstore.Store)(inf.Store()))
 		if err := c.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
-		boltindexertest.CheckFile(t, path)
+		boltstoretest.CheckFile(t, path)
 	}
 	t.Cleanup(stop)
 	return inf, rec, stop

@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -58,7 +58,7 @@ type metrics struct {
 
 // Values of the labels that counters are initialised with.
 var (
-	changeLabel  = [4]string{"unchanged", "added", "updated", "deleted"} // indexed by boltindexer.ChangeType
+	changeLabel  = [4]string{"unchanged", "added", "updated", "deleted"} // indexed by boltstore.ChangeType
 	relistLabels = []reflector.RelistReason{reflector.RelistColdStart, reflector.RelistRequired, reflector.RelistExpired, reflector.RelistTooLargeRV,
 		reflector.RelistRVAhead, reflector.RelistClusterChanged, reflector.RelistDamagedRecord}
 	replayLabels = []string{replayWarmStart, replayHandlerAdded}
@@ -247,7 +247,7 @@ func (m *metrics) forStore(inf *Informer) *storeMetrics {
 	return s
 }
 
-func (s *storeMetrics) observeCommit(n int, d time.Duration, changes []boltindexer.Change) {
+func (s *storeMetrics) observeCommit(n int, d time.Duration, changes []boltstore.Change) {
 	name := s.inf.name
 	if n > 0 {
 		s.batchDeltas.WithLabelValues(name).Observe(float64(n))

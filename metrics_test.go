@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -308,7 +309,7 @@ func TestStoredRVTimestampMovesOnlyWithTheStoredRV(t *testing.T) {
 	time.Sleep(10 * time.Millisecond)
 	w.Error(&apierrors.NewResourceExpired("too old resource version: 21").ErrStatus)
 	testutil.Eventually(t, "the relist's first page applied", waitTimeout, func() bool {
-		relisting, _, _ := inf.Store().RelistInProgress()
+		relisting, _, _ := (*boltstore.Store)(inf.Store()).RelistInProgress()
 		return relisting && counter("boltinformer_events_applied_total", "unchanged") == 1
 	})
 
@@ -340,7 +341,7 @@ func TestStoredRVTimestampMovesOnlyWithTheStoredRV(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	updated, err := inf.Store().RVUpdatedAt()
+	updated, err := (*boltstore.Store)(inf.Store()).RVUpdatedAt()
 	if err != nil {
 		t.Fatal(err)
 	}

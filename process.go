@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/deltafifo"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/failpoint"
 	"github.com/boltinformer/boltinformer/processor"
 )
@@ -91,19 +91,19 @@ func (inf *Informer) handleRun(ctx context.Context, run []cache.Delta) error {
 
 // applyEvents applies watch events with the RV of the last one.
 func (inf *Informer) applyEvents(ctx context.Context, run []cache.Delta) error {
-	ops := make([]boltindexer.Op, len(run))
+	ops := make([]boltstore.Op, len(run))
 	for i, d := range run {
-		ops[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: d.Object}
+		ops[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: d.Object}
 		if d.Type == cache.Deleted {
-			ops[i].Type = boltindexer.OpDelete
+			ops[i].Type = boltstore.OpDelete
 		}
 	}
 	// No handler, no use for the previous objects. Handlers are added
 	// and removed under blockDeltas, which handle holds: none can appear
 	// before these changes are distributed. A delete is notified with the
 	// object the apiserver sent (notify), never with the stored one.
-	opts := boltindexer.ApplyOptions{SkipOld: inf.processor.NumListeners() == 0, SkipOldOfDeletes: true}
-	changes, err := inf.applyOps(ctx, ops, func(ops []boltindexer.Op) ([]boltindexer.Change, error) {
+	opts := boltstore.ApplyOptions{SkipOld: inf.processor.NumListeners() == 0, SkipOldOfDeletes: true}
+	changes, err := inf.applyOps(ctx, ops, func(ops []boltstore.Op) ([]boltstore.Change, error) {
 		return inf.store.ApplyWith(ops, resourceVersionOf(ops[len(ops)-1].Obj), opts)
 	})
 	if err != nil {
@@ -118,9 +118,9 @@ func (inf *Informer) applyEvents(ctx context.Context, run []cache.Delta) error {
 
 // applyListPage applies relist items, diffing them against disk.
 func (inf *Informer) applyListPage(ctx context.Context, run []cache.Delta) error {
-	ops := make([]boltindexer.Op, len(run))
+	ops := make([]boltstore.Op, len(run))
 	for i, d := range run {
-		ops[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: d.Object}
+		ops[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: d.Object}
 	}
 	changes, err := inf.applyOps(ctx, ops, inf.store.ApplyListPage)
 	if err != nil {
@@ -137,8 +137,8 @@ func (inf *Informer) applyListPage(ctx context.Context, run []cache.Delta) error
 // refuses (no metadata, wrong type, IndexFunc error), the batch is applied
 // one op at a time and the refused objects are dropped and logged: one bad
 // object must not stall the informer.
-func (inf *Informer) applyOps(ctx context.Context, ops []boltindexer.Op, apply func([]boltindexer.Op) ([]boltindexer.Change, error)) ([]boltindexer.Change, error) {
-	var changes []boltindexer.Change
+func (inf *Informer) applyOps(ctx context.Context, ops []boltstore.Op, apply func([]boltstore.Op) ([]boltstore.Change, error)) ([]boltstore.Change, error) {
+	var changes []boltstore.Change
 	start := inf.clock.Now()
 	err := inf.retry(ctx, "apply", func() error {
 		var err error
@@ -152,9 +152,9 @@ func (inf *Informer) applyOps(ctx context.Context, ops []boltindexer.Op, apply f
 	if !isBadInput(err) {
 		return nil, err
 	}
-	changes = make([]boltindexer.Change, len(ops))
+	changes = make([]boltstore.Change, len(ops))
 	for i := range ops {
-		var one []boltindexer.Change
+		var one []boltstore.Change
 		err := inf.retry(ctx, "apply", func() error {
 			var err error
 			one, err = apply(ops[i : i+1])
@@ -166,7 +166,7 @@ func (inf *Informer) applyOps(ctx context.Context, ops []boltindexer.Op, apply f
 		case isBadInput(err):
 			inf.metrics.dropped.WithLabelValues(inf.name).Inc()
 			inf.logger.Error(err, "Dropping an object the store cannot hold")
-			changes[i] = boltindexer.Change{Type: boltindexer.Unchanged}
+			changes[i] = boltstore.Change{Type: boltstore.Unchanged}
 		default:
 			return nil, err
 		}
@@ -178,10 +178,10 @@ func (inf *Informer) applyOps(ctx context.Context, ops []boltindexer.Op, apply f
 func isBadInput(err error) bool {
 	var keyErr cache.KeyError
 	return errors.As(err, &keyErr) ||
-		errors.Is(err, boltindexer.ErrNoMetadata) ||
-		errors.Is(err, boltindexer.ErrWrongType) ||
-		errors.Is(err, boltindexer.ErrIndexFunc) ||
-		errors.Is(err, boltindexer.ErrInvalidIndexValue)
+		errors.Is(err, boltstore.ErrNoMetadata) ||
+		errors.Is(err, boltstore.ErrWrongType) ||
+		errors.Is(err, boltstore.ErrIndexFunc) ||
+		errors.Is(err, boltstore.ErrInvalidIndexValue)
 }
 
 // retry calls fn until it succeeds, fails on bad input, or ctx is done.
@@ -211,7 +211,7 @@ func (inf *Informer) retry(ctx context.Context, what string, fn func() error) er
 // finishRelist deletes the keys the relist did not show and notifies them
 // as tombstones, then marks the informer synced.
 func (inf *Informer) finishRelist(ctx context.Context, rv string) error {
-	var dels []boltindexer.Change
+	var dels []boltstore.Change
 	err := inf.retry(ctx, "finish relist", func() error {
 		var err error
 		dels, err = inf.store.FinishRelist(rv)
@@ -231,20 +231,20 @@ func (inf *Informer) finishRelist(ctx context.Context, rv string) error {
 
 // notify turns a change into a handler notification. obj is the delta's
 // object (for a watch delete, the object the apiserver sent).
-func (inf *Informer) notify(ch boltindexer.Change, obj interface{}, initial bool) {
+func (inf *Informer) notify(ch boltstore.Change, obj interface{}, initial bool) {
 	switch ch.Type {
-	case boltindexer.Added:
+	case boltstore.Added:
 		inf.processor.Distribute(processor.Add{Obj: ch.New, IsInInitialList: initial})
-	case boltindexer.Updated:
+	case boltstore.Updated:
 		if ch.OldErr != nil {
 			inf.logger.Error(ch.OldErr, "Previous object could not be decoded; notifying as an add", "key", ch.Key)
 			inf.processor.Distribute(processor.Add{Obj: ch.New, IsInInitialList: initial})
 			return
 		}
 		inf.processor.Distribute(processor.Update{Old: ch.Old, New: ch.New})
-	case boltindexer.Deleted:
+	case boltstore.Deleted:
 		inf.processor.Distribute(processor.Delete{Obj: obj})
-	case boltindexer.Unchanged:
+	case boltstore.Unchanged:
 		// client-go's processDeltas notifies a delete whether or not the
 		// store held the object; a stale delete (stored newer) is dropped.
 		if ch.Absent {

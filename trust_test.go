@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
@@ -92,6 +93,9 @@ func TestIndexerWritesNeverMoveTheWatermark(t *testing.T) {
 	path := syncedFile(t)
 	lw := newRecordingLW("10")
 	inf, _, stop := runInformer(t, path, lw, boltinformer.InformerOptions{WatchList: reflector.WatchListOff})
+	if _, ok := inf.GetIndexer().(*boltindexer.Store); !ok {
+		t.Fatalf("GetIndexer returned a %T, want the public *boltindexer.Store", inf.GetIndexer())
+	}
 	if err := inf.GetIndexer().Add(podAt("forged", "999999")); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 )
 
 // A child is one process that runs one scenario for one implementation and
@@ -441,7 +442,7 @@ func relist(ctx context.Context, spec Spec, u *informerUnderTest, h *countingHan
 		// polled (a Gather walks every page of the store in Store.Len).
 		sawRelist := false
 		done = func() bool {
-			relisting, _, err := u.bolt.Store().RelistInProgress()
+			relisting, _, err := (*boltstore.Store)(u.bolt.Store()).RelistInProgress()
 			if err != nil {
 				return false
 			}

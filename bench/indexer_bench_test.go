@@ -8,8 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 )
 
 // Indexer benchmarks: the same 10k Pods in 100 namespaces in client-go's
@@ -35,9 +35,9 @@ func indexerCases() []indexerCase {
 	}
 }
 
-func openStore(b *testing.B, hot int64) *boltindexer.Store {
-	s, err := boltindexer.Open(filepath.Join(b.TempDir(), "bench.db"), "pods", cachefile.Options{},
-		boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: indexers(), HotCacheBytes: hot})
+func openStore(b *testing.B, hot int64) *boltstore.Store {
+	s, err := boltstore.Open(filepath.Join(b.TempDir(), "bench.db"), "pods", cachefile.Options{},
+		boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: indexers(), HotCacheBytes: hot})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -159,10 +159,10 @@ func BenchmarkIndexerBatchCommit1k(b *testing.B) {
 		rv := int64(indexerN)
 		b.ResetTimer()
 		for b.Loop() {
-			ops := make([]boltindexer.Op, 1000)
+			ops := make([]boltstore.Op, 1000)
 			for i := range ops {
 				rv++
-				ops[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: Pod(i*10, 100, rv)}
+				ops[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: Pod(i*10, 100, rv)}
 			}
 			if _, err := s.Apply(ops, fmt.Sprint(rv)); err != nil {
 				b.Fatal(err)

@@ -12,8 +12,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 )
 
 // IngestResult is the sustained rate of watch events an informer applied.
@@ -48,7 +48,7 @@ type StoreIngest struct {
 // informer first) in batches of batch, fsync on, as the informer's commit
 // does, and times each Apply.
 func storeIngest(db string, n, namespaces, events, batch int) (*StoreIngest, error) {
-	s, err := boltindexer.Open(db, "Pod.v1", cachefile.Options{}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
+	s, err := boltstore.Open(db, "Pod.v1", cachefile.Options{}, boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()})
 	if err != nil {
 		return nil, err
 	}
@@ -61,10 +61,10 @@ func storeIngest(db string, n, namespaces, events, batch int) (*StoreIngest, err
 	if err != nil {
 		return nil, err
 	}
-	pods := make([]boltindexer.Op, events)
+	pods := make([]boltstore.Op, events)
 	for j := range pods {
 		idx := int((int64(j) * 7919) % int64(n))
-		pods[j] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: Pod(idx, namespaces, base+int64(j)+1)}
+		pods[j] = boltstore.Op{Type: boltstore.OpUpsert, Obj: Pod(idx, namespaces, base+int64(j)+1)}
 	}
 	lat := make([]float64, 0, events/batch+1)
 	start := time.Now()

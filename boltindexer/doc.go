@@ -1,15 +1,18 @@
-// Package boltindexer implements client-go's cache.Indexer on one store of
-// a cachefile.DB: objects as records in the store's objects bucket, every
-// index as a bucket of "value 0x00 key" entries, and the resourceVersion the
-// store is current to, written in the same transaction as the data it
-// covers. Only the informer's pipeline moves that watermark: Apply for watch
-// events (stale events are no-ops) and a paged relist (BeginRelist,
-// ApplyListPage, FinishRelist) that never holds the whole list. The
-// client-go write methods change objects, never the stored RV.
-//
-// It owns the object codec and the optional hot-object cache, and never
-// holds the whole cache on the heap, never hands out an object another
-// caller can mutate (except from the hot cache, under client-go's read-only
-// contract), and never panics on bad input or a damaged record. The file,
-// its commit loop and the record format belong to package cachefile.
+// Package boltindexer is the cache.Indexer of a boltinformer cache file: a
+// Store implements client-go's cache.Indexer over one store of a
+// cachefile.DB, so listers, controller-runtime readers and code written
+// against cache.NewIndexer work on it, plus the reads client-go has no name
+// for (Len, ForEach, the stored ResourceVersion, OpenReport). An Informer of
+// the root package hands its store out as a *Store (Informer.Store,
+// GetIndexer) and owns the write protocol that moves the stored
+// resourceVersion it resumes from (watch batches and the paged relist, in
+// internal/boltstore); Add, Update, Delete and Replace here change objects
+// and their index entries as client-go's do, never that watermark. To read
+// a cache file that no process is writing, for instance with a generated
+// lister, Open it with cachefile.Options{ReadOnly: true} and the Indexers it
+// was written with (a lister's Index needs the IndexFuncs; IndexKeys and
+// ByIndex serve a stored index by name without them): the open takes a
+// shared lock, so a file a running informer holds is cachefile.ErrLocked
+// after LockTimeout (read that one through the process's admin socket, as
+// cachectl does), and writes fail with cachefile.ErrReadOnly.
 package boltindexer

@@ -1,21 +1,21 @@
 package boltindexer
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
-	"sort"
-	"strings"
-	"sync"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 )
+
+// Store is a cache.Indexer whose data lives in one store of a cachefile.DB.
+// Its methods are safe for concurrent use.
+type Store boltstore.Store
+
+var _ cache.Indexer = (*Store)(nil)
 
 // StoreOptions configure one store in a DB.
 type StoreOptions struct {
@@ -30,14 +30,14 @@ type StoreOptions struct {
 	// differs from the one stored, the index is rebuilt from the stored
 	// objects on open (change the tag when an IndexFunc's logic changes).
 	IndexVersions map[string]string
-	// Identity, when set, is compared with the stored identity on open.
+	// Identity, when set, is compared with the stored identity on open; a
+	// different one empties the store (see OpenReport).
 	Identity *cachefile.Identity
 	// Keys opens sealed payloads. Without it, reading a sealed payload is
-	// an error wrapping ErrEncrypted that names the key it needs; index
-	// values, keys and the rest of the envelope stay readable.
+	// an error wrapping ErrEncrypted that names the key it needs.
 	Keys *encryption.Keyring
-	// Encrypt seals every payload this store writes with Keys' current key
-	// (AES-256-GCM bound to the store name and the object's key). Requires Keys.
+	// Encrypt seals every payload this store writes with Keys' current key.
+	// Requires Keys.
 	Encrypt bool
 	// HotCacheBytes bounds the optional cache of decoded objects (0: off).
 	// Objects it returns are shared: callers must not mutate them.
@@ -58,319 +58,122 @@ type OpenReport struct {
 	RebuildDuration time.Duration
 }
 
-// Store is a cache.Indexer whose data lives in one store of a DB.
-type Store struct {
-	db   *cachefile.DB
-	name []byte
-	// ownsDB is set by Open: Close then closes the DB too.
-	ownsDB  bool
-	keyFunc cache.KeyFunc
-	codec   *objectCodec
-	hot     *hotCache
-	report  OpenReport
-
-	// indexMu guards indexers and indexVersions. Writers hold it for
-	// reading from the moment they compute index values until their
-	// commit returns, so AddIndexers (which holds it for writing) never
-	// interleaves with a write.
-	indexMu       sync.RWMutex
-	indexers      cache.Indexers
-	indexVersions map[string]string
-
-	// seenMu guards seenRV, client-go's "latest resourceVersion seen"
-	// (LastStoreSyncResourceVersion), which is not the stored RV.
-	seenMu sync.Mutex
-	seenRV string
-}
-
-var _ cache.Indexer = (*Store)(nil)
-
 // Open opens (or creates) the file at path and the store name in it. The
 // returned store owns the file: Close closes both.
 func Open(path, name string, dbOpts cachefile.Options, opts StoreOptions) (*Store, error) {
-	db, err := cachefile.Open(path, dbOpts)
-	if err != nil {
-		return nil, err
-	}
-	s, err := New(db, name, opts)
-	if err != nil {
-		_ = db.Close()
-		return nil, err
-	}
-	s.ownsDB = true
-	return s, nil
+	s, err := boltstore.Open(path, name, dbOpts, boltstore.StoreOptions(opts))
+	return (*Store)(s), err
 }
 
-// New opens (or creates) the store name in db. It applies the identity
-// check and rebuilds added or changed indexes from the stored objects, in
-// one write transaction.
+// New opens (or creates) the store name in db, which stays the caller's to
+// close. It applies the identity check and rebuilds added or changed
+// indexes from the stored objects, in one write transaction.
 func New(db *cachefile.DB, name string, opts StoreOptions) (*Store, error) {
-	if err := cachefile.ValidStoreName(name); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidStoreName, err)
-	}
-	codec, err := newObjectCodec(opts.Object)
-	if err != nil {
-		return nil, fmt.Errorf("store %s: %w", name, err)
-	}
-	if opts.Encrypt && opts.Keys == nil {
-		return nil, fmt.Errorf("store %s: %w", name, ErrNoKeys)
-	}
-	codec.store, codec.keys, codec.seal = name, opts.Keys, opts.Encrypt
-	s := &Store{
-		db:            db,
-		name:          []byte(name),
-		keyFunc:       opts.KeyFunc,
-		codec:         codec,
-		indexers:      cache.Indexers{},
-		indexVersions: map[string]string{},
-	}
-	if s.keyFunc == nil {
-		s.keyFunc = cache.MetaNamespaceKeyFunc
-	}
-	for n, f := range opts.Indexers {
-		s.indexers[n] = f
-		s.indexVersions[n] = opts.IndexVersions[n]
-	}
-	if opts.HotCacheBytes > 0 {
-		s.hot = newHotCache(opts.HotCacheBytes)
-	}
-	if db.ReadOnly() {
-		if err := s.adoptStoredIndexes(); err != nil {
-			return nil, err
-		}
-	} else if err := db.Update(&cachefile.Write{Fn: func(tx *bolt.Tx) error { return s.prepareTx(tx, opts.Identity) }}); err != nil {
-		return nil, fmt.Errorf("open store %s in %s: %w", name, db.Path(), err)
-	}
-	rv, err := s.ResourceVersion()
-	if err != nil {
-		return nil, err
-	}
-	s.seenRV = rv
-	return s, nil
+	s, err := boltstore.New(db, name, boltstore.StoreOptions(opts))
+	return (*Store)(s), err
 }
 
-// adoptStoredIndexes lets a read-only store serve IndexKeys, ByIndex and
-// ListIndexFuncValues for the indexes in the file whose IndexFuncs the
-// caller did not register (cachectl knows index names, not functions).
-// Index(obj), which needs the function, then fails with ErrIndexFunc.
-func (s *Store) adoptStoredIndexes() error {
-	return s.view(func(b *cachefile.Buckets) error {
-		return b.Idx.ForEachBucket(func(name []byte) error {
-			n := string(name)
-			if _, ok := s.indexers[n]; !ok {
-				s.indexers[n] = func(interface{}) ([]string, error) {
-					return nil, fmt.Errorf("%w: index %q: the file was opened read-only without its IndexFunc", ErrIndexFunc, n)
-				}
-			}
-			return nil
-		})
-	})
-}
+func (s *Store) impl() *boltstore.Store { return (*boltstore.Store)(s) }
 
 // Name returns the store's name.
-func (s *Store) Name() string { return string(s.name) }
-
-// DB returns the file the store lives in.
-func (s *Store) DB() *cachefile.DB { return s.db }
+func (s *Store) Name() string { return s.impl().Name() }
 
 // OpenReport says what opening the store changed.
-func (s *Store) OpenReport() OpenReport { return s.report }
+func (s *Store) OpenReport() OpenReport { return OpenReport(s.impl().OpenReport()) }
 
-// Close closes the file if the store was made by Open; otherwise it does nothing.
-func (s *Store) Close() error {
-	if s.ownsDB {
-		return s.db.Close()
-	}
-	return nil
+// Close closes the file if the store was made by Open; otherwise it does
+// nothing.
+func (s *Store) Close() error { return s.impl().Close() }
+
+// ResourceVersion returns the stored resourceVersion: the watermark the
+// informer resumes its watch from ("" for a store never synced).
+func (s *Store) ResourceVersion() (string, error) { return s.impl().ResourceVersion() }
+
+// Len returns the number of objects in O(1), without reading any object.
+func (s *Store) Len() (int, error) { return s.impl().Len() }
+
+// ForEach calls fn for every object in key order, decoding a few at a time,
+// so that a walk of the whole store never holds it on the heap; fn's error
+// stops the walk and is returned. The walk is not one snapshot: writes
+// committed during it may or may not be seen.
+func (s *Store) ForEach(fn func(obj interface{}) error) error { return s.impl().ForEach(fn) }
+
+// Add stores obj.
+func (s *Store) Add(obj interface{}) error { return s.impl().Add(obj) }
+
+// Update stores obj.
+func (s *Store) Update(obj interface{}) error { return s.impl().Update(obj) }
+
+// Delete removes obj's key.
+func (s *Store) Delete(obj interface{}) error { return s.impl().Delete(obj) }
+
+// Replace makes the store hold exactly list, in one transaction. As in
+// client-go, resourceVersion is not stored: the stored ResourceVersion
+// stays as it was.
+func (s *Store) Replace(list []interface{}, resourceVersion string) error {
+	return s.impl().Replace(list, resourceVersion)
 }
 
-// prepareTx creates the store's buckets, applies the identity check and
-// brings the index buckets in line with the registered indexers.
-func (s *Store) prepareTx(tx *bolt.Tx, id *cachefile.Identity) error {
-	b, err := cachefile.CreateStoreTx(tx, string(s.name))
-	if err != nil {
-		return err
-	}
-	if id != nil {
-		want, err := json.Marshal(id)
-		if err != nil {
-			return err
-		}
-		have := b.State.Get(cachefile.StateIdentity)
-		if have != nil && !bytes.Equal(have, want) {
-			s.report.Reset = true
-			s.report.ResetReason = fmt.Sprintf("identity changed from %s to %s", have, want)
-			if err := b.Reset(); err != nil {
-				return err
-			}
-		}
-		if err := b.State.Put(cachefile.StateIdentity, want); err != nil {
-			return err
-		}
-	}
-	if err := s.syncIndexesTx(b); err != nil {
-		return err
-	}
-	return b.FlushCount()
+// Resync does nothing, as in client-go.
+func (s *Store) Resync() error { return s.impl().Resync() }
+
+// Bookmark records rv as the latest resourceVersion seen, as client-go's
+// store does; the stored ResourceVersion does not move.
+func (s *Store) Bookmark(rv string) { s.impl().Bookmark(rv) }
+
+// LastStoreSyncResourceVersion returns the latest resourceVersion the store
+// has seen, with client-go's meaning (the RV of the last write or Bookmark).
+// It starts at the stored ResourceVersion.
+func (s *Store) LastStoreSyncResourceVersion() string { return s.impl().LastStoreSyncResourceVersion() }
+
+// List decodes every object. Prefer ForEach, which does not hold them all.
+// A read error of the file is reported through utilruntime.HandleError (the
+// interface has no error to return); so are those of ListKeys and
+// ListIndexFuncValues.
+func (s *Store) List() []interface{} { return s.impl().List() }
+
+// ListKeys returns every key without decoding any object.
+func (s *Store) ListKeys() []string { return s.impl().ListKeys() }
+
+// Get returns the object with obj's key.
+func (s *Store) Get(obj interface{}) (item interface{}, exists bool, err error) {
+	return s.impl().Get(obj)
 }
 
-// syncIndexesTx drops stored indexes that are no longer registered and
-// rebuilds the ones added or changed since the file was written, in one
-// pass over the objects.
-func (s *Store) syncIndexesTx(b *cachefile.Buckets) error {
-	stored := map[string]string{}
-	if v := b.State.Get(cachefile.StateIndexers); v != nil {
-		if err := json.Unmarshal(v, &stored); err != nil {
-			return fmt.Errorf("%w: store %s indexers %q: %v", cachefile.ErrCorruptFile, s.name, v, err)
-		}
-	}
-	var drop, rebuild []string
-	for n, v := range stored {
-		if cur, ok := s.indexVersions[n]; !ok || cur != v {
-			drop = append(drop, n)
-		}
-	}
-	for n, v := range s.indexVersions {
-		if old, ok := stored[n]; !ok || old != v || b.Idx.Bucket([]byte(n)) == nil {
-			rebuild = append(rebuild, n)
-		}
-	}
-	sort.Strings(drop)
-	sort.Strings(rebuild)
-	if len(drop)+len(rebuild) > 0 {
-		start := time.Now()
-		if err := s.reindexTx(b, drop, rebuild, s.indexers); err != nil {
-			return err
-		}
-		s.report.RebuildDuration = time.Since(start)
-		for _, n := range drop {
-			if _, ok := s.indexVersions[n]; !ok {
-				s.report.DroppedIndexes = append(s.report.DroppedIndexes, n)
-			}
-		}
-		s.report.RebuiltIndexes = rebuild
-	}
-	return s.putIndexersTx(b, s.indexVersions)
+// GetByKey decodes and returns the object stored under key.
+func (s *Store) GetByKey(key string) (item interface{}, exists bool, err error) {
+	return s.impl().GetByKey(key)
 }
 
-func (s *Store) putIndexersTx(b *cachefile.Buckets, versions map[string]string) error {
-	v, err := json.Marshal(versions)
-	if err != nil {
-		return err
-	}
-	return b.State.Put(cachefile.StateIndexers, v)
+// Index returns the objects whose values for indexName intersect obj's.
+func (s *Store) Index(indexName string, obj interface{}) ([]interface{}, error) {
+	return s.impl().Index(indexName, obj)
 }
 
-// reindexTx removes the index buckets in drop and builds the ones in
-// rebuild from the stored objects, rewriting each record's index values.
-//
-// bbolt splits pages only at commit, so inserting many keys in random order
-// into one bucket within a transaction shifts ever larger nodes (measured:
-// 100k random inserts 86 s, sorted 1 s). Records are therefore rewritten in
-// key order, a chunk at a time, and the new index entries (keys only, never
-// objects) are sorted before they are inserted.
-func (s *Store) reindexTx(b *cachefile.Buckets, drop, rebuild []string, indexers cache.Indexers) error {
-	for _, n := range append(append([]string{}, drop...), rebuild...) {
-		if b.Idx.Bucket([]byte(n)) != nil {
-			if err := b.Idx.DeleteBucket([]byte(n)); err != nil {
-				return err
-			}
-		}
-	}
-	entries := make(map[string][]string, len(rebuild))
-	for _, n := range rebuild {
-		if _, err := b.Idx.CreateBucket([]byte(n)); err != nil {
-			return err
-		}
-		entries[n] = nil
-	}
-	type rewrite struct{ key, val []byte }
-	chunk := make([]rewrite, 0, streamChunk)
-	var after []byte
-	for {
-		chunk = chunk[:0]
-		// Walk a chunk, then write it: writing while a cursor walks a bucket is not safe in bbolt.
-		c := b.Objects.Cursor()
-		for k, v := seekAfter(c, after); k != nil && len(chunk) < streamChunk; k, v = c.Next() {
-			rec, err := cachefile.DecodeRecord(k, v)
-			if err != nil {
-				return fmt.Errorf("reindex store %s key %q: %w", s.name, k, err)
-			}
-			for _, n := range drop {
-				rec.SetValues(n, nil)
-			}
-			if len(rebuild) > 0 {
-				obj, err := s.codec.decode(string(k), rec)
-				if err != nil {
-					return fmt.Errorf("reindex store %s key %q: %w", s.name, k, err)
-				}
-				for _, n := range rebuild {
-					vals, err := computeIndex(n, indexers[n], obj)
-					if err != nil {
-						return fmt.Errorf("reindex store %s key %q: %w", s.name, k, err)
-					}
-					rec.SetValues(n, vals)
-					for _, val := range vals {
-						entries[n] = append(entries[n], string(cachefile.IndexKey(val, string(k))))
-					}
-				}
-			}
-			enc, err := cachefile.EncodeRecord(k, rec)
-			if err != nil {
-				return err
-			}
-			chunk = append(chunk, rewrite{key: append([]byte(nil), k...), val: enc})
-		}
-		for _, r := range chunk {
-			if err := b.PutRecord(r.key, r.val, true); err != nil {
-				return err
-			}
-		}
-		if len(chunk) < streamChunk {
-			break
-		}
-		after = chunk[len(chunk)-1].key
-	}
-	for n, keys := range entries {
-		sort.Strings(keys)
-		ib := b.Idx.Bucket([]byte(n))
-		for _, k := range keys {
-			if err := ib.Put([]byte(k), nil); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+// IndexKeys returns the keys whose values for indexName include
+// indexedValue, without decoding any object.
+func (s *Store) IndexKeys(indexName, indexedValue string) ([]string, error) {
+	return s.impl().IndexKeys(indexName, indexedValue)
 }
 
-// computeIndex runs one IndexFunc and returns its values sorted and
-// deduplicated (never nil, so an empty result is still recorded).
-func computeIndex(name string, f cache.IndexFunc, obj interface{}) ([]string, error) {
-	vals, err := f(obj)
-	if err != nil {
-		return nil, fmt.Errorf("%w: index %q: %w", ErrIndexFunc, name, err)
-	}
-	out := make([]string, 0, len(vals))
-	for _, v := range vals {
-		if strings.IndexByte(v, cachefile.IndexSeparator) >= 0 {
-			return nil, fmt.Errorf("%w: index %q value %q", ErrInvalidIndexValue, name, v)
-		}
-		out = append(out, v)
-	}
-	sort.Strings(out)
-	return compactStrings(out), nil
+// ListIndexFuncValues returns the distinct values of an index (empty for an
+// unknown index, as in client-go).
+func (s *Store) ListIndexFuncValues(indexName string) []string {
+	return s.impl().ListIndexFuncValues(indexName)
 }
 
-func compactStrings(s []string) []string {
-	if len(s) < 2 {
-		return s
-	}
-	j := 1
-	for i := 1; i < len(s); i++ {
-		if s[i] != s[j-1] {
-			s[j] = s[i]
-			j++
-		}
-	}
-	return s[:j]
+// ByIndex returns the objects whose values for indexName include
+// indexedValue.
+func (s *Store) ByIndex(indexName, indexedValue string) ([]interface{}, error) {
+	return s.impl().ByIndex(indexName, indexedValue)
+}
+
+// GetIndexers returns a copy of the registered indexers.
+func (s *Store) GetIndexers() cache.Indexers { return s.impl().GetIndexers() }
+
+// AddIndexers registers more indexes and, as client-go's indexer does,
+// indexes the objects already stored: here from disk, in one transaction.
+// A name already registered is ErrIndexConflict.
+func (s *Store) AddIndexers(newIndexers cache.Indexers) error {
+	return s.impl().AddIndexers(newIndexers)
 }

@@ -6,5 +6,5 @@
 // and every file-level sentinel error. A damaged file is an error here,
 // never a panic or a fault: reads run under a guard that turns bbolt's
 // faults into ErrCorruptFile. It never decodes an object's payload; that is
-// package boltindexer's job.
+// package internal/boltstore's job (public as package boltindexer).
 package cachefile

@@ -11,34 +11,34 @@ import (
 	bolt "go.etcd.io/bbolt"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
 )
 
-// fragmentedFile writes n pods through boltindexer and deletes all but
+// fragmentedFile writes n pods through boltstore and deletes all but
 // keep of them, leaving free pages; it returns the surviving pods.
 func fragmentedFile(t testing.TB, path string, n, keep int) []storeSpec {
 	t.Helper()
-	s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers()})
+	s, err := boltstore.Open(path, "pods", cachefile.Options{NoSync: true}, boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	objs := pods(n, 0)
 	for i := 0; i < n; i += 500 {
-		var ops []boltindexer.Op
+		var ops []boltstore.Op
 		for _, o := range objs[i:min(i+500, n)] {
-			ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: o})
+			ops = append(ops, boltstore.Op{Type: boltstore.OpUpsert, Obj: o})
 		}
 		if _, err := s.Apply(ops, ""); err != nil {
 			t.Fatal(err)
 		}
 	}
-	var ops []boltindexer.Op
+	var ops []boltstore.Op
 	for _, o := range objs[keep:] {
-		ops = append(ops, boltindexer.Op{Type: boltindexer.OpDelete, Obj: o})
+		ops = append(ops, boltstore.Op{Type: boltstore.OpDelete, Obj: o})
 	}
 	if _, err := s.Apply(ops, "77"); err != nil {
 		t.Fatal(err)

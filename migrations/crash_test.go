@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
@@ -123,7 +123,7 @@ func TestCrashDuringCompaction(t *testing.T) {
 			if d := migrationstest.DiffDumps(orig, migrationstest.Dump(t, path)); d != "" {
 				t.Fatalf("file after the crash differs from the original:\n%s", d)
 			}
-			boltindexertest.CheckFile(t, path)
+			boltstoretest.CheckFile(t, path)
 			if _, err := migrations.Compact(path, "", compactOpts()); err != nil {
 				t.Fatal(err)
 			}

@@ -18,8 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
@@ -135,7 +135,7 @@ func writeV0(t testing.TB, path string, stores ...migrationstest.V0Store) {
 	}
 }
 
-// verifyV1 opens path with boltindexer, checks every store with its
+// verifyV1 opens path with boltstore, checks every store with its
 // IndexFuncs (Store.Verify and CheckTx) and compares its content with want.
 func verifyV1(t testing.TB, path string, want []storeSpec) {
 	t.Helper()
@@ -145,7 +145,7 @@ func verifyV1(t testing.TB, path string, want []storeSpec) {
 	}
 	defer db.Close()
 	for _, sp := range want {
-		s, err := boltindexer.New(db, sp.name, boltindexer.StoreOptions{Object: sp.example, Indexers: sp.indexers})
+		s, err := boltstore.New(db, sp.name, boltstore.StoreOptions{Object: sp.example, Indexers: sp.indexers})
 		if err != nil {
 			t.Fatalf("store %s: %v", sp.name, err)
 		}
@@ -203,10 +203,10 @@ func toInterfaces(objs []runtime.Object) []interface{} {
 }
 
 // listPage makes a relist page of objs.
-func listPage(objs []runtime.Object) []boltindexer.Op {
-	ops := make([]boltindexer.Op, len(objs))
+func listPage(objs []runtime.Object) []boltstore.Op {
+	ops := make([]boltstore.Op, len(objs))
 	for i, o := range objs {
-		ops[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: o}
+		ops[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: o}
 	}
 	return ops
 }

@@ -72,7 +72,7 @@ func (o Options) target(current uint64) uint64 {
 // Report says what Plan would do or what Migrate did.
 type Report struct {
 	Path string
-	// Empty is true for a file with no buckets at all (boltindexer
+	// Empty is true for a file with no buckets at all (a store
 	// initialises it on open); there is then nothing to migrate.
 	Empty bool
 	// From is the file's schema version before; To is the version after

@@ -14,8 +14,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
@@ -86,7 +86,7 @@ func TestMigrateV0ToCurrent(t *testing.T) {
 }
 
 // TestMigrateRoundTrip reverts to v0 and back: v0 → current → v0 gives the
-// original file's content exactly, and a file written by boltindexer
+// original file's content exactly, and a file written by boltstore
 // survives current → v0 → current with its objects, indexes and RVs.
 func TestMigrateRoundTrip(t *testing.T) {
 	t.Run("v0 to v1 to v0", func(t *testing.T) {
@@ -111,14 +111,14 @@ func TestMigrateRoundTrip(t *testing.T) {
 	})
 	t.Run("v1 to v0 to v1", func(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "cache.db")
-		s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers()})
+		s, err := boltstore.Open(path, "pods", cachefile.Options{NoSync: true}, boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		objs := pods(150, 1000)
-		ops := make([]boltindexer.Op, 0, len(objs))
+		ops := make([]boltstore.Op, 0, len(objs))
 		for _, o := range objs {
-			ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: o})
+			ops = append(ops, boltstore.Op{Type: boltstore.OpUpsert, Obj: o})
 		}
 		if _, err := s.Apply(ops, "1150"); err != nil {
 			t.Fatal(err)
@@ -146,7 +146,7 @@ func TestMigrateRoundTrip(t *testing.T) {
 // objects the relist was about to delete.
 func TestRevertRelistingStore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
-	s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers()})
+	s, err := boltstore.Open(path, "pods", cachefile.Options{NoSync: true}, boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers()})
 	if err != nil {
 		t.Fatal(err)
 	}

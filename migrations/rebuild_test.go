@@ -14,12 +14,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
-// Index definition changes are not schema steps: boltindexer rebuilds an
+// Index definition changes are not schema steps: boltstore rebuilds an
 // index on open when its version tag changes. These measure that rebuild
 // (decode every object, run the IndexFunc, rewrite every record and the
 // index bucket, in one write transaction).
@@ -56,7 +56,7 @@ func rebuildPod(i int) *v1.Pod {
 // average protobuf payload size.
 func writeRebuildFixture(tb testing.TB, path string, n int) int {
 	tb.Helper()
-	s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, rebuildOpts(nil))
+	s, err := boltstore.Open(path, "pods", cachefile.Options{NoSync: true}, rebuildOpts(nil))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -64,11 +64,11 @@ func writeRebuildFixture(tb testing.TB, path string, n int) int {
 	const batch = 1000
 	size := 0
 	for i := 0; i < n; i += batch {
-		ops := make([]boltindexer.Op, 0, batch)
+		ops := make([]boltstore.Op, 0, batch)
 		for j := i; j < min(i+batch, n); j++ {
 			p := rebuildPod(j)
 			size += p.Size()
-			ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: p})
+			ops = append(ops, boltstore.Op{Type: boltstore.OpUpsert, Obj: p})
 		}
 		if _, err := s.Apply(ops, strconv.Itoa(min(i+batch, n))); err != nil {
 			tb.Fatal(err)
@@ -77,16 +77,16 @@ func writeRebuildFixture(tb testing.TB, path string, n int) int {
 	return size / n
 }
 
-func rebuildOpts(versions map[string]string) boltindexer.StoreOptions {
-	return boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers(), IndexVersions: versions}
+func rebuildOpts(versions map[string]string) boltstore.StoreOptions {
+	return boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers(), IndexVersions: versions}
 }
 
 // reopen opens the store with versions and returns what opening rebuilt
 // and how long the whole open took (the rebuild, its commit and fsync).
-func reopen(tb testing.TB, path string, versions map[string]string, noSync bool) (boltindexer.OpenReport, time.Duration) {
+func reopen(tb testing.TB, path string, versions map[string]string, noSync bool) (boltstore.OpenReport, time.Duration) {
 	tb.Helper()
 	start := time.Now()
-	s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: noSync}, rebuildOpts(versions))
+	s, err := boltstore.Open(path, "pods", cachefile.Options{NoSync: noSync}, rebuildOpts(versions))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestIndexRebuildOnVersionChange(t *testing.T) {
 	if len(rep.RebuiltIndexes) != 0 {
 		t.Fatalf("same tag rebuilt again: %+v", rep)
 	}
-	s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, rebuildOpts(map[string]string{"node": "v2"}))
+	s, err := boltstore.Open(path, "pods", cachefile.Options{NoSync: true}, rebuildOpts(map[string]string{"node": "v2"}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,8 +113,9 @@ func info(from, to uint64, c change, revert bool) StepInfo {
 }
 
 // txVersion reads the schema version of a transaction's file by the rule
-// of boltindexer.ReadSchemaVersion: no meta bucket, or meta without a
-// version, is v0.
+// of cachefile.SchemaVersion (no meta bucket, or meta without a version, is
+// v0), without that function's layout check of a file without meta:
+// checkResult runs the full check of the version right after.
 func txVersion(tx *bolt.Tx) (uint64, error) {
 	meta := tx.Bucket(cachefile.MetaBucket)
 	if meta == nil {

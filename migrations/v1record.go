@@ -12,7 +12,7 @@ import (
 // recordV1Version is the first field of every schema v1 record.
 const recordV1Version = 1
 
-// recordV1 is the record envelope of schema v1, frozen here as boltindexer
+// recordV1 is the record envelope of schema v1, frozen here as the store
 // wrote it when v1 was current: steps to and from v1 must keep producing
 // and reading exactly this, whatever later builds write. Codec numbers are
 // those of cachefile.Codec.

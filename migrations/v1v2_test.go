@@ -7,8 +7,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
@@ -52,7 +52,7 @@ func TestMigrateV1ToV2AndBack(t *testing.T) {
 	if rep.From != 1 || rep.To != 2 || len(rep.Steps) != 1 || !rep.Steps[0].Rewrite {
 		t.Fatalf("report %+v", rep)
 	}
-	boltindexertest.CheckFile(t, path)
+	boltstoretest.CheckFile(t, path)
 	if _, err := migrations.Migrate(path, opts()); err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
@@ -82,7 +82,7 @@ func TestMigrateV2ToV3AndBack(t *testing.T) {
 	if rep.From != 2 || rep.To != 3 || len(rep.Steps) != 1 || !rep.Steps[0].Rewrite {
 		t.Fatalf("report %+v", rep)
 	}
-	boltindexertest.CheckFile(t, path)
+	boltstoretest.CheckFile(t, path)
 	verifyV1(t, path, want)
 	compressed := 0
 	for k, rec := range recordsOf(t, path, "pods", 3) {

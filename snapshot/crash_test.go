@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
@@ -84,7 +84,7 @@ func TestCrashDuringSave(t *testing.T) {
 			c.close(t)
 			done := crashChild(t, "save", []string{cachePath, snap}, rng, 500*time.Millisecond)
 			t.Logf("killed after %d snapshot(s); temporary files %v", done, leftovers(t, dir))
-			boltindexertest.CheckFile(t, cachePath)
+			boltstoretest.CheckFile(t, cachePath)
 			if _, err := os.Stat(snap); err != nil {
 				if done > 0 || !os.IsNotExist(err) {
 					t.Fatalf("after %d saves: %v", done, err)
@@ -119,7 +119,7 @@ func TestCrashDuringRestore(t *testing.T) {
 				t.Fatal(err)
 			}
 			done := crashChild(t, "restore", append([]string{dst}, snaps...), rng, time.Second)
-			boltindexertest.CheckFile(t, dst)
+			boltstoretest.CheckFile(t, dst)
 			// Which snapshot is it? Compare with both headers.
 			db, err := cachefile.Open(dst, cachefile.Options{ReadOnly: true})
 			if err != nil {

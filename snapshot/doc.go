@@ -8,9 +8,9 @@
 // described in format.go). Save writes to a temporary file, fsyncs it and
 // renames it, so a crash never leaves part of a snapshot under the final
 // name. Status reads a snapshot without restoring it. Restore verifies the
-// checksum, bbolt's structural check and boltindexer's invariants before
-// it renames the copy into place, and refuses to replace an existing file
-// unless asked. A restored file is an ordinary cache file: an informer
+// checksum, bbolt's structural check and the stores' invariants
+// (cachefile.CheckTx) before it renames the copy into place, and refuses to
+// replace an existing file unless asked. A restored file is an ordinary cache file: an informer
 // opens it warm and resumes watching from each store's stored RV, or
 // relists with diffing when the apiserver no longer serves that RV.
 //

@@ -12,9 +12,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -36,19 +36,19 @@ func TestSnapshotCarriesCiphertextAndSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	secrets, err := boltindexer.New(db, "Secret.v1", boltindexer.StoreOptions{Object: &v1.Secret{}, Keys: keys, Encrypt: true})
+	secrets, err := boltstore.New(db, "Secret.v1", boltstore.StoreOptions{Object: &v1.Secret{}, Keys: keys, Encrypt: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cms, err := boltindexer.New(db, "ConfigMap.v1", boltindexer.StoreOptions{Object: &v1.ConfigMap{}})
+	cms, err := boltstore.New(db, "ConfigMap.v1", boltstore.StoreOptions{Object: &v1.ConfigMap{}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	meta := metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "1"}
-	if _, err := secrets.Apply([]boltindexer.Op{{Obj: &v1.Secret{ObjectMeta: meta, Data: map[string][]byte{"p": []byte("hunter2-in-snapshot")}}}}, "1"); err != nil {
+	if _, err := secrets.Apply([]boltstore.Op{{Obj: &v1.Secret{ObjectMeta: meta, Data: map[string][]byte{"p": []byte("hunter2-in-snapshot")}}}}, "1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cms.Apply([]boltindexer.Op{{Obj: &v1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"p": "plain-config"}}}}, "1"); err != nil {
+	if _, err := cms.Apply([]boltstore.Op{{Obj: &v1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"p": "plain-config"}}}}, "1"); err != nil {
 		t.Fatal(err)
 	}
 	snap := filepath.Join(dir, "snap")

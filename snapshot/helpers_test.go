@@ -19,9 +19,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
@@ -43,8 +43,8 @@ func podIndexers() cache.Indexers {
 	}
 }
 
-func storeOpts() boltindexer.StoreOptions {
-	return boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()}
+func storeOpts() boltstore.StoreOptions {
+	return boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: podIndexers()}
 }
 
 // storePod is pod i of a store at resourceVersion rv; pad adds an
@@ -76,7 +76,7 @@ func padding(i int, rv uint64, n int) string {
 type testCache struct {
 	path   string
 	db     *cachefile.DB
-	stores []*boltindexer.Store
+	stores []*boltstore.Store
 	// rv is the last resourceVersion handed out to a writer.
 	rv atomic.Uint64
 }
@@ -89,7 +89,7 @@ func openCache(t testing.TB, path string, dbOpts cachefile.Options) *testCache {
 	}
 	c := &testCache{path: path, db: db}
 	for _, n := range storeNames {
-		s, err := boltindexer.New(db, n, storeOpts())
+		s, err := boltstore.New(db, n, storeOpts())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,9 +107,9 @@ func (c *testCache) fill(t testing.TB, n, pad int) {
 	for _, s := range c.stores {
 		for i := 0; i < n; i += 100 {
 			rv := c.rv.Add(1)
-			var ops []boltindexer.Op
+			var ops []boltstore.Op
 			for j := i; j < min(i+100, n); j++ {
-				ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: storePod(j, rv, pad)})
+				ops = append(ops, boltstore.Op{Type: boltstore.OpUpsert, Obj: storePod(j, rv, pad)})
 			}
 			if _, err := s.Apply(ops, strconv.FormatUint(rv, 10)); err != nil {
 				t.Fatal(err)
@@ -121,17 +121,17 @@ func (c *testCache) fill(t testing.TB, n, pad int) {
 // batch writes one random batch to s: maybe a delete, then 1–10 upserts,
 // all at a new RV, so the store's highest object RV always equals its
 // stored RV.
-func (c *testCache) batch(s *boltindexer.Store, rng *rand.Rand, keys, pad int) error {
+func (c *testCache) batch(s *boltstore.Store, rng *rand.Rand, keys, pad int) error {
 	rv := c.rv.Add(1)
-	var ops []boltindexer.Op
+	var ops []boltstore.Op
 	upserts := 1 + rng.IntN(10)
 	first := rng.IntN(keys)
 	if rng.IntN(3) == 0 {
 		victim := (first + upserts + rng.IntN(keys-upserts)) % keys
-		ops = append(ops, boltindexer.Op{Type: boltindexer.OpDelete, Obj: cache.DeletedFinalStateUnknown{Key: fmt.Sprintf("ns-%d/p-%04d", victim%3, victim)}})
+		ops = append(ops, boltstore.Op{Type: boltstore.OpDelete, Obj: cache.DeletedFinalStateUnknown{Key: fmt.Sprintf("ns-%d/p-%04d", victim%3, victim)}})
 	}
 	for j := 0; j < upserts; j++ {
-		ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: storePod((first+j)%keys, rv, pad)})
+		ops = append(ops, boltstore.Op{Type: boltstore.OpUpsert, Obj: storePod((first+j)%keys, rv, pad)})
 	}
 	_, err := s.Apply(ops, strconv.FormatUint(rv, 10))
 	return err
@@ -190,7 +190,7 @@ func checkSnapshot(t testing.TB, snap string, hdr snapshot.Header) {
 	if _, err := snapshot.Restore(snap, dst, snapshot.RestoreOptions{NoSync: true}); err != nil {
 		t.Fatalf("restore %s: %v", snap, err)
 	}
-	boltindexertest.CheckFile(t, dst)
+	boltstoretest.CheckFile(t, dst)
 	checkRestored(t, dst, rep.Header)
 }
 

@@ -13,8 +13,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -68,9 +68,9 @@ func (c *testCache) rewriteAll(t testing.TB, n, pad, rounds int) {
 	for r := 0; r < rounds; r++ {
 		for i := 0; i < n; i += 100 {
 			rv := c.rv.Add(1)
-			var ops []boltindexer.Op
+			var ops []boltstore.Op
 			for j := i; j < min(i+100, n); j++ {
-				ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: storePod(j, rv, pad)})
+				ops = append(ops, boltstore.Op{Type: boltstore.OpUpsert, Obj: storePod(j, rv, pad)})
 			}
 			if _, err := s.Apply(ops, strconv.FormatUint(rv, 10)); err != nil {
 				t.Error(err)

@@ -11,8 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -73,19 +73,19 @@ func TestRestoreOpensWarm(t *testing.T) {
 		t.Fatalf("restored file mode %v", fi.Mode().Perm())
 	}
 	// The informer resumes: a newer event applies, an old one is a no-op.
-	s, err := boltindexer.Open(dst, storeNames[0], cachefile.Options{NoSync: true}, storeOpts())
+	s, err := boltstore.Open(dst, storeNames[0], cachefile.Options{NoSync: true}, storeOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	chs, err := s.Apply([]boltindexer.Op{
-		{Type: boltindexer.OpUpsert, Obj: storePod(1, 1, 0)},
-		{Type: boltindexer.OpUpsert, Obj: storePod(2, 10_000, 0)},
+	chs, err := s.Apply([]boltstore.Op{
+		{Type: boltstore.OpUpsert, Obj: storePod(1, 1, 0)},
+		{Type: boltstore.OpUpsert, Obj: storePod(2, 10_000, 0)},
 	}, "10000")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if chs[0].Type != boltindexer.Unchanged || chs[1].Type != boltindexer.Updated || chs[1].Old.(*v1.Pod).ResourceVersion == "" {
+	if chs[0].Type != boltstore.Unchanged || chs[1].Type != boltstore.Updated || chs[1].Old.(*v1.Pod).ResourceVersion == "" {
 		t.Fatalf("changes %+v", chs)
 	}
 	if err := s.Verify(); err != nil {

@@ -17,10 +17,10 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
 	"github.com/boltinformer/boltinformer/internal/admin"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -280,7 +280,7 @@ func checkStore(ctx context.Context, db *cachefile.DB, s admin.StoreInfo, keys *
 	}
 	sort.Strings(unknown)
 	st, err := admin.OpenStore(ctx, db, s.Name, indexers, keys)
-	if errors.Is(err, boltindexer.ErrEncrypted) {
+	if errors.Is(err, boltstore.ErrEncrypted) {
 		return "not decoded (" + oneLine(err) + "; pass --encryption-key-file to decode)", nil
 	}
 	if err != nil {
@@ -292,7 +292,7 @@ func checkStore(ctx context.Context, db *cachefile.DB, s admin.StoreInfo, keys *
 	}
 	if len(unknown) == 0 {
 		if err := st.Verify(); err != nil {
-			if !errors.Is(err, boltindexer.ErrInconsistent) {
+			if !errors.Is(err, boltstore.ErrInconsistent) {
 				return "", fmt.Errorf("verify store %s: %w", s.Name, err)
 			}
 			rep.add(oneLine(err))

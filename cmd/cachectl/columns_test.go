@@ -19,9 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
@@ -241,14 +241,14 @@ func writeKindsFixture(t testing.TB) string {
 		case "Ingress":
 			plural = "ingresses"
 		}
-		st, err := boltindexer.New(db, strings.TrimSuffix(gvk.Kind+"."+gvk.Version+"."+gvk.Group, "."), boltindexer.StoreOptions{Object: objs[0].DeepCopyObject(),
+		st, err := boltstore.New(db, strings.TrimSuffix(gvk.Kind+"."+gvk.Version+"."+gvk.Group, "."), boltstore.StoreOptions{Object: objs[0].DeepCopyObject(),
 			Identity: &cachefile.Identity{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Resource: plural}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ops := make([]boltindexer.Op, len(objs))
+		ops := make([]boltstore.Op, len(objs))
 		for i, o := range objs {
-			ops[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: o}
+			ops[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: o}
 		}
 		if _, err := st.Apply(ops, "7"); err != nil {
 			t.Fatalf("%s: %v", gvk, err)

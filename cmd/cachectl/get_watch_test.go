@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 )
 
 // background runs cachectl until stop, which interrupts it (as Ctrl-C
@@ -65,7 +65,7 @@ func configMap(ns, name string, rv int, data map[string]string, labels map[strin
 		CreationTimestamp: metav1.NewTime(admintest.Epoch)}, Data: data}
 }
 
-func apply(t *testing.T, s *boltindexer.Store, rv int, ops ...boltindexer.Op) {
+func apply(t *testing.T, s *boltstore.Store, rv int, ops ...boltstore.Op) {
 	t.Helper()
 	if _, err := s.Apply(ops, strconv.Itoa(rv)); err != nil {
 		t.Fatal(err)
@@ -80,13 +80,13 @@ func TestGetWatchTable(t *testing.T) {
 	s, sock := liveCache(t)
 	out, errOut, stop := background(t, "get", "cm", "-w", "--socket", sock)
 	waitOutput(t, out, "app-config")
-	upsert := func(o interface{}) boltindexer.Op { return boltindexer.Op{Type: boltindexer.OpUpsert, Obj: o} }
+	upsert := func(o interface{}) boltstore.Op { return boltstore.Op{Type: boltstore.OpUpsert, Obj: o} }
 	apply(t, s.ConfigMaps, 1001, upsert(configMap("default", "extra", 1001, map[string]string{"a": "1"}, nil)))
 	waitOutput(t, out, "extra ")
 	apply(t, s.ConfigMaps, 1002, upsert(configMap("kube-system", "elsewhere", 1002, nil, nil)))
 	apply(t, s.ConfigMaps, 1003, upsert(configMap("default", "app-config", 1003, map[string]string{"mode": "slow", "x": "y"}, nil)))
 	waitOutput(t, out, "app-config   2")
-	apply(t, s.ConfigMaps, 1004, boltindexer.Op{Type: boltindexer.OpDelete, Obj: configMap("default", "extra", 1004, nil, nil)})
+	apply(t, s.ConfigMaps, 1004, boltstore.Op{Type: boltstore.OpDelete, Obj: configMap("default", "extra", 1004, nil, nil)})
 	want := "NAME         DATA   AGE\n" +
 		"app-config   1      70m\n" + // the list
 		"extra        1      60m\n" + // ADDED
@@ -108,7 +108,7 @@ func TestGetWatchEvents(t *testing.T) {
 	s, sock := liveCache(t)
 	out, errOut, stop := background(t, "get", "configmaps", "-n", "team-x", "-l", "app=web", "--watch-only", "-o", "json", "--output-watch-events", "--socket", sock)
 	time.Sleep(300 * time.Millisecond) // the watch has listed (nothing) and waits
-	upsert := func(o interface{}) boltindexer.Op { return boltindexer.Op{Type: boltindexer.OpUpsert, Obj: o} }
+	upsert := func(o interface{}) boltstore.Op { return boltstore.Op{Type: boltstore.OpUpsert, Obj: o} }
 	web := map[string]string{"app": "web"}
 	apply(t, s.ConfigMaps, 1001, upsert(configMap("team-x", "a", 1001, nil, web)))
 	waitOutput(t, out, `"ADDED"`)
@@ -151,7 +151,7 @@ func TestGetWatchEventColumn(t *testing.T) {
 	out, _, stop := background(t, "get", "pods", "web-1", "-w", "--output-watch-events", "--socket", sock)
 	waitOutput(t, out, "web-1")
 	p := admintest.Pod("default", "web-1", 1001, "node-2", v1.PodFailed, 5*time.Minute, nil)
-	apply(t, s.Pods, 1001, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: p})
+	apply(t, s.Pods, 1001, boltstore.Op{Type: boltstore.OpUpsert, Obj: p})
 	want := "EVENT      NAME    READY   STATUS    RESTARTS   AGE\n" +
 		"ADDED      web-1   0/1     Running   0          65m\n" +
 		"MODIFIED   web-1   0/1     Failed    0          65m\n"

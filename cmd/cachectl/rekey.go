@@ -9,9 +9,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 )
 
 func init() { subcommands = append(subcommands, newRekeyCommand) }
@@ -27,7 +27,7 @@ type rekeyOptions struct {
 func (o *rekeyOptions) AddFlags(fs *pflag.FlagSet) {
 	o.lock.AddFlags(fs)
 	fs.BoolVar(&o.all, "all-resources", false, "Seal the plaintext records of every store, not only Secrets")
-	fs.IntVar(&o.batch, "batch", boltindexer.DefaultRekeyBatch, "Records rewritten per transaction")
+	fs.IntVar(&o.batch, "batch", boltstore.DefaultRekeyBatch, "Records rewritten per transaction")
 }
 
 func newRekeyCommand(e *env) *cobra.Command {
@@ -95,7 +95,7 @@ func (o *rekeyOptions) run(ctx context.Context, e *env) error {
 		return o.lock.openError(err)
 	}
 	prog := e.newProgress("rekeying "+o.lock.db, 0, false)
-	stats, err := boltindexer.Rekey(ctx, db, boltindexer.RekeyOptions{
+	stats, err := boltstore.Rekey(ctx, db, boltstore.RekeyOptions{
 		Keys: keys, EncryptAll: o.all, BatchSize: o.batch,
 		Progress: func(store string, n int) { prog.setLabel(fmt.Sprintf("rekeying %s: %d", store, n), 0) },
 	})

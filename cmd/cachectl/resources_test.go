@@ -7,8 +7,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 )
 
 // TestTwoStoresOfOneResource: informers with different selectors cache
@@ -20,13 +20,13 @@ func TestTwoStoresOfOneResource(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, st := range []struct{ name, ns, pod string }{{"Pod.v1.team-a", "team-a", "a-0"}, {"Pod.v1.team-b", "team-b", "b-0"}} {
-		s, err := boltindexer.New(db, st.name, boltindexer.StoreOptions{Object: &v1.Pod{},
+		s, err := boltstore.New(db, st.name, boltstore.StoreOptions{Object: &v1.Pod{},
 			Identity: &cachefile.Identity{Version: "v1", Kind: "Pod", Namespace: st.ns}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: st.ns, Name: st.pod, ResourceVersion: "5"}}
-		if _, err := s.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: pod}}, "5"); err != nil {
+		if _, err := s.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: pod}}, "5"); err != nil {
 			t.Fatal(err)
 		}
 	}

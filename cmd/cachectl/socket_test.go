@@ -12,9 +12,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/internal/admin"
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
@@ -61,7 +61,7 @@ func churn(t *testing.T, s *admintest.Stores) (stop func()) {
 			rv := strconv.Itoa(1000 + i)
 			cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "churn", Name: fmt.Sprintf("cm-%d", i%40), ResourceVersion: rv,
 				CreationTimestamp: metav1.NewTime(admintest.Epoch)}}
-			if _, err := s.ConfigMaps.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: cm}}, rv); err != nil {
+			if _, err := s.ConfigMaps.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: cm}}, rv); err != nil {
 				t.Error(err)
 				return
 			}

@@ -34,6 +34,7 @@ import (
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -269,7 +270,7 @@ func (o *syncOptions) run(ctx context.Context, e *env) error {
 		ready.add(t.arg, inf.HasSynced)
 		rv, _ := inf.Store().ResourceVersion()
 		n, _ := inf.Store().Len()
-		relisting, reason, _ := inf.Store().RelistInProgress()
+		relisting, reason, _ := (*boltstore.Store)(inf.Store()).RelistInProgress()
 		switch {
 		case relisting:
 			say("%s: relisting: the last relist did not finish (%s); %d objects on disk", t.arg, reason, n)

@@ -9,9 +9,9 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
@@ -47,7 +47,7 @@ func TestGetWarnsScopeAndRelist(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cms, err := boltindexer.New(db, "ConfigMap.v1.churn", boltindexer.StoreOptions{Object: &v1.ConfigMap{},
+	cms, err := boltstore.New(db, "ConfigMap.v1.churn", boltstore.StoreOptions{Object: &v1.ConfigMap{},
 		Identity: &cachefile.Identity{Version: "v1", Kind: "ConfigMap", Resource: "configmaps", Namespace: "churn"}})
 	if err != nil {
 		t.Fatal(err)
@@ -55,29 +55,29 @@ func TestGetWarnsScopeAndRelist(t *testing.T) {
 	cm := func(name string) *v1.ConfigMap {
 		return &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "churn", Name: name, ResourceVersion: "5", CreationTimestamp: metav1.NewTime(admintest.Epoch)}}
 	}
-	if _, err := cms.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: cm("a")}, {Type: boltindexer.OpUpsert, Obj: cm("b")}}, "5"); err != nil {
+	if _, err := cms.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: cm("a")}, {Type: boltstore.OpUpsert, Obj: cm("b")}}, "5"); err != nil {
 		t.Fatal(err)
 	}
-	pods, err := boltindexer.New(db, "Pod.v1", boltindexer.StoreOptions{Object: &v1.Pod{}, Identity: admintest.PodIdentity})
+	pods, err := boltstore.New(db, "Pod.v1", boltstore.StoreOptions{Object: &v1.Pod{}, Identity: admintest.PodIdentity})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pods.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: admintest.Pod("a", "p-0", 9, "", v1.PodRunning, 0, nil)}}, "9"); err != nil {
+	if _, err := pods.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: admintest.Pod("a", "p-0", 9, "", v1.PodRunning, 0, nil)}}, "9"); err != nil {
 		t.Fatal(err)
 	}
 	// A relist (after a 410) that has listed 3 Pods of its first page.
 	if err := pods.BeginRelist("410 Gone"); err != nil {
 		t.Fatal(err)
 	}
-	var page []boltindexer.Op
+	var page []boltstore.Op
 	for _, p := range []*v1.Pod{admintest.Pod("a", "p-1", 20, "", v1.PodRunning, 0, nil), admintest.Pod("a", "p-2", 21, "", v1.PodRunning, 0, nil),
 		admintest.Pod("b", "p-3", 22, "", v1.PodRunning, 0, nil)} {
-		page = append(page, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: p})
+		page = append(page, boltstore.Op{Type: boltstore.OpUpsert, Obj: p})
 	}
 	if _, err := pods.ApplyListPage(page); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := boltindexer.New(db, "Secret.v1", boltindexer.StoreOptions{Object: &v1.Secret{}, Identity: admintest.SecretIdentity}); err != nil {
+	if _, err := boltstore.New(db, "Secret.v1", boltstore.StoreOptions{Object: &v1.Secret{}, Identity: admintest.SecretIdentity}); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {

@@ -18,9 +18,9 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -46,13 +46,13 @@ type Local struct {
 
 // localStore is a store Local can read.
 type localStore struct {
-	store *boltindexer.Store
+	store *boltstore.Store
 }
 
 var _ Reader = (*Local)(nil)
 
 // NewLocal reads db and the given stores of it. Close does not close db.
-func NewLocal(db *cachefile.DB, stores ...*boltindexer.Store) *Local {
+func NewLocal(db *cachefile.DB, stores ...*boltstore.Store) *Local {
 	l := &Local{db: db, stores: map[string]*localStore{}}
 	for _, s := range stores {
 		l.AddStore(s)
@@ -96,7 +96,7 @@ func (l *Local) DB() *cachefile.DB { return l.db }
 // AddStore lets queries read s, a store of Local's DB, through the
 // owner's own Store (its IndexFuncs and hot cache). A store of the same
 // name replaces the previous one.
-func (l *Local) AddStore(s *boltindexer.Store) {
+func (l *Local) AddStore(s *boltstore.Store) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.stores[s.Name()] = &localStore{store: s}
@@ -282,7 +282,7 @@ func (l *Local) storeMeta(ctx context.Context, name string) (storeMeta, error) {
 }
 
 // store returns a readable Store for si, opening it on a read-only DB.
-func (l *Local) store(si storeMeta) (*boltindexer.Store, error) {
+func (l *Local) store(si storeMeta) (*boltstore.Store, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if ls, ok := l.stores[si.name]; ok {
@@ -305,7 +305,7 @@ var errStop = errors.New("stop")
 // records decode as (see probeStore), registering indexers (stored indexes
 // without a function stay readable by name). cachectl check uses it to
 // Verify a store with the IndexFuncs it knows.
-func OpenStore(ctx context.Context, db *cachefile.DB, name string, indexers cache.Indexers, keys *encryption.Keyring) (*boltindexer.Store, error) {
+func OpenStore(ctx context.Context, db *cachefile.DB, name string, indexers cache.Indexers, keys *encryption.Keyring) (*boltstore.Store, error) {
 	if !db.ReadOnly() {
 		// New on a writable DB would rewrite the store's index list.
 		return nil, fmt.Errorf("open store %s: OpenStore needs a DB opened read-only", name)
@@ -323,7 +323,7 @@ func OpenStore(ctx context.Context, db *cachefile.DB, name string, indexers cach
 // Each candidate is tried on the first record.
 // A sealed first record that does not open is that error (it names the
 // key), not a wrong type.
-func probeStore(db *cachefile.DB, si storeMeta, indexers cache.Indexers, keys *encryption.Keyring) (*boltindexer.Store, error) {
+func probeStore(db *cachefile.DB, si storeMeta, indexers cache.Indexers, keys *encryption.Keyring) (*boltstore.Store, error) {
 	var candidates []runtime.Object
 	if id := si.identity; id != nil && id.Kind != "" {
 		gvk := schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind}
@@ -334,7 +334,7 @@ func probeStore(db *cachefile.DB, si storeMeta, indexers cache.Indexers, keys *e
 	candidates = append(candidates, &unstructured.Unstructured{}, &jsonObject{})
 	var firstErr error
 	for _, c := range candidates {
-		s, err := boltindexer.New(db, si.name, boltindexer.StoreOptions{Object: c, Indexers: indexers, Keys: keys})
+		s, err := boltstore.New(db, si.name, boltstore.StoreOptions{Object: c, Indexers: indexers, Keys: keys})
 		if err != nil {
 			return nil, fmt.Errorf("open store %s: %w", si.name, err)
 		}
@@ -347,7 +347,7 @@ func probeStore(db *cachefile.DB, si storeMeta, indexers cache.Indexers, keys *e
 			return s, nil // empty: any type reads it
 		}
 		if _, _, err := s.GetByKey(first); err != nil {
-			if errors.Is(err, boltindexer.ErrEncrypted) {
+			if errors.Is(err, boltstore.ErrEncrypted) {
 				return nil, err
 			}
 			if firstErr == nil {

@@ -89,7 +89,7 @@ func isSecretStore(id *cachefile.Identity) bool {
 }
 
 // jsonObject decodes the payload of a store written with a Go type this
-// build does not know (boltindexer's typed-JSON codec). It is an
+// build does not know (internal/boltstore's typed-JSON codec). It is an
 // Unstructured underneath, so metadata accessors and key funcs work on it.
 type jsonObject struct {
 	unstructured.Unstructured

@@ -15,8 +15,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -59,7 +59,7 @@ type Server struct {
 // path that is not a socket, is refused. On Linux, connections from any
 // other uid than this process's or root's are closed unanswered
 // (SO_PEERCRED), in addition to the socket's mode 0600.
-func NewServer(socketPath string, db *cachefile.DB, stores ...*boltindexer.Store) (*Server, error) {
+func NewServer(socketPath string, db *cachefile.DB, stores ...*boltstore.Store) (*Server, error) {
 	ul, fi, err := listen(socketPath)
 	if err != nil {
 		return nil, err
@@ -98,7 +98,7 @@ func NewServer(socketPath string, db *cachefile.DB, stores ...*boltindexer.Store
 // Serve serves db and stores on socketPath until ctx ends, then closes
 // the server. It is the whole lifecycle for a caller that has its stores
 // at hand; a caller that adds stores later uses NewServer and AddStore.
-func Serve(ctx context.Context, socketPath string, db *cachefile.DB, stores ...*boltindexer.Store) error {
+func Serve(ctx context.Context, socketPath string, db *cachefile.DB, stores ...*boltstore.Store) error {
 	s, err := NewServer(socketPath, db, stores...)
 	if err != nil {
 		return err
@@ -114,7 +114,7 @@ func Serve(ctx context.Context, socketPath string, db *cachefile.DB, stores ...*
 func (s *Server) Path() string { return s.path }
 
 // AddStore serves s (a store of the server's DB) from now on.
-func (s *Server) AddStore(st *boltindexer.Store) { s.local.AddStore(st) }
+func (s *Server) AddStore(st *boltstore.Store) { s.local.AddStore(st) }
 
 // RemoveStore stops serving the named store (call it before closing the store).
 func (s *Server) RemoveStore(name string) { s.local.RemoveStore(name) }

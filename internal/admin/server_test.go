@@ -20,10 +20,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/admin"
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
@@ -100,7 +100,7 @@ func TestServerMatchesFile(t *testing.T) {
 				close(warm)
 			}
 			cm := &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "churn", Name: fmt.Sprintf("cm-%d", i%50), ResourceVersion: strconv.Itoa(1000 + i)}}
-			if _, err := s.ConfigMaps.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: cm}}, strconv.Itoa(1000+i)); err != nil {
+			if _, err := s.ConfigMaps.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: cm}}, strconv.Itoa(1000+i)); err != nil {
 				t.Error(err)
 				return
 			}

@@ -89,7 +89,7 @@ func (i *Info) Store(name string) (StoreInfo, bool) {
 }
 
 // Record is one stored record, as bytes: the key and the msgpack envelope
-// boltindexer wrote. It is what GET /v1/stores/{store}/records streams.
+// internal/boltstore wrote. It is what GET /v1/stores/{store}/records streams.
 type Record struct {
 	Key   string `json:"key"`
 	Value []byte `json:"value"`

@@ -8,7 +8,7 @@
 // must never be imported by production code.
 //
 // Test helper packages are named one way: helpers and fakes tied to one
-// package live next to it as <pkg>test (boltindexertest, migrationstest,
+// package live next to it as <pkg>test (boltstoretest, migrationstest,
 // admintest, reflectortest), like net/http/httptest; helpers every layer
 // shares live in internal/test<what> (testutil, testcluster).
 package testutil

@@ -3,7 +3,7 @@
 // start from a real old file, and reads any version back (Dump,
 // SchemaVersion) so a test can compare a file before and after. It writes
 // the layouts exactly as defined by package migrations (internal/v0) and
-// never through boltindexer.
+// never through boltstore.
 package migrationstest
 
 import (
@@ -39,7 +39,7 @@ type V0Store struct {
 }
 
 // WriteV0 creates a schema v0 file at path (which must not exist) holding
-// stores, in one transaction. Payloads use boltindexer's codecs: protobuf
+// stores, in one transaction. Payloads use boltstore's codecs: protobuf
 // for types with generated protobuf methods, the content's JSON for
 // unstructured objects, encoding/json otherwise.
 func WriteV0(path string, stores ...V0Store) error {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/testcluster"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -212,7 +213,7 @@ func TestClusterReplaced(t *testing.T) {
 		if d := diffRVs(rvs(want), ri.rec.view()); d != "" {
 			t.Fatalf("handler's view vs the busy cluster: %s", d)
 		}
-		if id, err := ri.Store().Cluster(); err != nil || id != kubeSystemUID(t, clBusy) {
+		if id, err := (*boltstore.Store)(ri.Store()).Cluster(); err != nil || id != kubeSystemUID(t, clBusy) {
 			t.Fatalf("store's cluster %q, %v; want the busy cluster's kube-system UID", id, err)
 		}
 		awaitSentinel(t, clBusy, ns, 2001, ri.rec)

@@ -24,7 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
@@ -170,9 +171,9 @@ func TestControllerRuntimeManager(t *testing.T) {
 	t.Logf("the reconciler read %d objects through the cached client", reads.Load())
 
 	stop()
-	boltindexertest.Verify(t, ours.Store())
+	boltstoretest.Verify(t, (*boltstore.Store)(ours.Store()))
 	if err := bc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	boltindexertest.CheckFile(t, path)
+	boltstoretest.CheckFile(t, path)
 }

@@ -19,9 +19,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -175,7 +175,7 @@ func (ch *churn) stop() (int, error) {
 // real apiserver while ConfigMaps are created, updated and deleted, and
 // kills it with SIGKILL several times: during its cold relist, during the
 // watch, during warm restarts. After every kill the file passes bbolt's and
-// boltindexer's checks (CheckTx, Verify) and, unless a relist was cut
+// the store's checks (cachefile.CheckTx, boltstore's Verify) and, unless a relist was cut
 // short, holds exactly what the apiserver held at the stored RV (a LIST at
 // that exact RV): the watermark invariant. A last start converges to the
 // apiserver with nothing lost.
@@ -227,14 +227,14 @@ func TestSIGKILLDuringChurn(t *testing.T) {
 }
 
 // checkKilledFile checks what a killed child left at path: bbolt's and
-// boltindexer's structural checks, the store's invariants, and, when the
+// cachefile's structural checks, the store's invariants, and, when the
 // store claims an RV outside a relist, that it holds exactly the objects a
 // LIST at that exact RV returns (content included).
 func checkKilledFile(t *testing.T, cl *client, path, ns, what string) {
 	t.Helper()
-	boltindexertest.CheckFile(t, path)
-	st, err := boltindexer.Open(path, "ConfigMap.v1", cachefile.Options{ReadOnly: true},
-		boltindexer.StoreOptions{Object: &v1.ConfigMap{}, Indexers: crashIndexers()})
+	boltstoretest.CheckFile(t, path)
+	st, err := boltstore.Open(path, "ConfigMap.v1", cachefile.Options{ReadOnly: true},
+		boltstore.StoreOptions{Object: &v1.ConfigMap{}, Indexers: crashIndexers()})
 	if err != nil {
 		t.Fatalf("%s: open what the killed process left: %v", what, err)
 	}

@@ -27,9 +27,10 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/ctrlcache"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
@@ -157,12 +158,12 @@ func TestCtrlCacheScopeMatchesRequests(t *testing.T) {
 
 	stop()
 	for _, inf := range infs {
-		boltindexertest.Verify(t, inf.Store())
+		boltstoretest.Verify(t, (*boltstore.Store)(inf.Store()))
 	}
 	if err := bc.Close(); err != nil {
 		t.Fatal(err)
 	}
-	boltindexertest.CheckFile(t, path)
+	boltstoretest.CheckFile(t, path)
 }
 
 // exampleProcess is a running example program.
@@ -295,7 +296,7 @@ func TestControllerRuntimeExample(t *testing.T) {
 	})
 
 	p.terminate(t)
-	boltindexertest.CheckFile(t, db)
+	boltstoretest.CheckFile(t, db)
 }
 
 // TestAgentExample builds and runs examples/agent against the apiserver:
@@ -347,5 +348,5 @@ func TestAgentExample(t *testing.T) {
 	if !strings.Contains(p.stdout.String(), `"event":"stopped"`) {
 		t.Fatalf("no stopped line:\n%s", p.stdout.String())
 	}
-	boltindexertest.CheckFile(t, db)
+	boltstoretest.CheckFile(t, db)
 }

@@ -17,8 +17,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/factory"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
@@ -68,13 +69,13 @@ func (r *factoryRun) stop() {
 	}
 	for _, inf := range r.infs {
 		if b, ok := inf.(*boltinformer.Informer); ok {
-			boltindexertest.Verify(r.t, b.Store())
+			boltstoretest.Verify(r.t, (*boltstore.Store)(b.Store()))
 		}
 	}
 	if err := r.cache.Close(); err != nil {
 		r.t.Errorf("close %s: %v", r.path, err)
 	}
-	boltindexertest.CheckFile(r.t, r.path)
+	boltstoretest.CheckFile(r.t, r.path)
 	r.cache = nil
 }
 

@@ -23,9 +23,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testcluster"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
@@ -305,12 +305,12 @@ func (rc *runningCache) stop() {
 		if !ri.IsStopped() {
 			rc.t.Errorf("%s: IsStopped false after Run returned", ri.Name())
 		}
-		boltindexertest.Verify(rc.t, ri.Store())
+		boltstoretest.Verify(rc.t, (*boltstore.Store)(ri.Store()))
 	}
 	if err := rc.cache.Close(); err != nil {
 		rc.t.Errorf("close %s: %v", rc.path, err)
 	}
-	boltindexertest.CheckFile(rc.t, rc.path)
+	boltstoretest.CheckFile(rc.t, rc.path)
 }
 
 // requestCount reads the apiserver's count of verb requests on resource.
@@ -343,9 +343,9 @@ func assertEvents(t *testing.T, what string, want, got []event) {
 }
 
 // openReadOnly opens store name of the closed file at path read-only.
-func openReadOnly(t *testing.T, path, name string, example runtime.Object) *boltindexer.Store {
+func openReadOnly(t *testing.T, path, name string, example runtime.Object) *boltstore.Store {
 	t.Helper()
-	st, err := boltindexer.Open(path, name, cachefile.Options{ReadOnly: true}, boltindexer.StoreOptions{Object: example})
+	st, err := boltstore.Open(path, name, cachefile.Options{ReadOnly: true}, boltstore.StoreOptions{Object: example})
 	if err != nil {
 		t.Fatalf("open %s read-only: %v", path, err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/failpoint"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
@@ -208,7 +209,7 @@ func checkCrashed(t *testing.T, path string, h *testutil.History, r crashReport)
 	if t.Failed() {
 		t.FailNow()
 	}
-	st, err := boltindexer.Open(path, storeName, cachefile.Options{}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: indexers()})
+	st, err := boltstore.Open(path, storeName, cachefile.Options{}, boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: indexers()})
 	if err != nil {
 		t.Fatalf("reopen after the kill: %v", err)
 	}

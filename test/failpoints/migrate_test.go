@@ -15,8 +15,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/failpoint"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations"
@@ -185,7 +185,7 @@ func checkStore(t *testing.T, path string, rv int64, objs []*v1.Pod) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	st, err := boltindexer.Open(path, storeName, cachefile.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: indexers()})
+	st, err := boltstore.Open(path, storeName, cachefile.Options{NoSync: true}, boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: indexers()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 )
 
 // Epoch is the creation time of the newest fixture object; Now is the
@@ -55,7 +55,7 @@ func PodIndexers() cache.Indexers {
 	}
 }
 
-// Gadget is a CRD's Go type unknown to client-go's scheme: boltindexer
+// Gadget is a CRD's Go type unknown to client-go's scheme: internal/boltstore
 // stores it as typed JSON.
 type Gadget struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -112,7 +112,7 @@ func Pod(ns, name string, rv int, node string, phase v1.PodPhase, age time.Durat
 // Stores are the open stores of a fixture file.
 type Stores struct {
 	DB                                          *cachefile.DB
-	Pods, ConfigMaps, Secrets, Widgets, Gadgets *boltindexer.Store
+	Pods, ConfigMaps, Secrets, Widgets, Gadgets *boltstore.Store
 }
 
 // Open opens (creating) the fixture stores in the file at path for writing.
@@ -123,19 +123,19 @@ func Open(path string) (*Stores, error) {
 	}
 	s := &Stores{DB: db}
 	for _, o := range []struct {
-		dst  **boltindexer.Store
+		dst  **boltstore.Store
 		name string
-		opts boltindexer.StoreOptions
+		opts boltstore.StoreOptions
 	}{
-		{&s.Pods, PodStore, boltindexer.StoreOptions{Object: &v1.Pod{}, Identity: PodIdentity, Indexers: PodIndexers()}},
-		{&s.ConfigMaps, ConfigMapStore, boltindexer.StoreOptions{Object: &v1.ConfigMap{}, Identity: ConfigMapIdentity}},
-		{&s.Secrets, SecretStore, boltindexer.StoreOptions{Object: &v1.Secret{}, Identity: SecretIdentity,
+		{&s.Pods, PodStore, boltstore.StoreOptions{Object: &v1.Pod{}, Identity: PodIdentity, Indexers: PodIndexers()}},
+		{&s.ConfigMaps, ConfigMapStore, boltstore.StoreOptions{Object: &v1.ConfigMap{}, Identity: ConfigMapIdentity}},
+		{&s.Secrets, SecretStore, boltstore.StoreOptions{Object: &v1.Secret{}, Identity: SecretIdentity,
 			Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}}},
-		{&s.Widgets, WidgetStore, boltindexer.StoreOptions{Object: &unstructured.Unstructured{}, Identity: WidgetIdentity,
+		{&s.Widgets, WidgetStore, boltstore.StoreOptions{Object: &unstructured.Unstructured{}, Identity: WidgetIdentity,
 			Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}}},
-		{&s.Gadgets, GadgetStore, boltindexer.StoreOptions{Object: &Gadget{}, Identity: GadgetIdentity}},
+		{&s.Gadgets, GadgetStore, boltstore.StoreOptions{Object: &Gadget{}, Identity: GadgetIdentity}},
 	} {
-		st, err := boltindexer.New(db, o.name, o.opts)
+		st, err := boltstore.New(db, o.name, o.opts)
 		if err != nil {
 			_ = db.Close()
 			return nil, err
@@ -158,10 +158,10 @@ func Write(path string) error {
 	return s.DB.Close()
 }
 
-func upserts(objs ...interface{}) []boltindexer.Op {
-	ops := make([]boltindexer.Op, len(objs))
+func upserts(objs ...interface{}) []boltstore.Op {
+	ops := make([]boltstore.Op, len(objs))
 	for i, o := range objs {
-		ops[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: o}
+		ops[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: o}
 	}
 	return ops
 }
@@ -221,15 +221,15 @@ func WriteLarge(path string, n int) error {
 		return err
 	}
 	defer db.Close()
-	s, err := boltindexer.New(db, PodStore, boltindexer.StoreOptions{Object: &v1.Pod{}, Identity: PodIdentity, Indexers: PodIndexers()})
+	s, err := boltstore.New(db, PodStore, boltstore.StoreOptions{Object: &v1.Pod{}, Identity: PodIdentity, Indexers: PodIndexers()})
 	if err != nil {
 		return err
 	}
 	const batch = 1000
 	for i := 0; i < n; i += batch {
-		ops := make([]boltindexer.Op, 0, batch)
+		ops := make([]boltstore.Op, 0, batch)
 		for j := i; j < i+batch && j < n; j++ {
-			ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: Pod(
+			ops = append(ops, boltstore.Op{Type: boltstore.OpUpsert, Obj: Pod(
 				fmt.Sprintf("ns-%d", j%10), fmt.Sprintf("pod-%05d", j), 1000+j,
 				fmt.Sprintf("node-%02d", j%50), v1.PodRunning, time.Duration(j)*time.Second,
 				map[string]string{"app": fmt.Sprintf("app-%d", j%7)})})

@@ -1,4 +1,4 @@
-package boltindexer_test
+package boltstore_test
 
 import (
 	"bytes"
@@ -15,8 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
@@ -60,7 +60,7 @@ func TestDifferentialAgainstClientGo(t *testing.T) {
 
 func runDifferential(t *testing.T, seed int64, steps int) {
 	r := rand.New(rand.NewSource(seed))
-	ours := boltindexertest.Open(t, "pods", boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers()})
+	ours := boltstoretest.Open(t, "pods", boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers()})
 	theirs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, testutil.PodIndexers())
 	rv := 0
 	var live []*v1.Pod // objects recently written, for Update/Delete/Index
@@ -187,7 +187,7 @@ func samePod(a, b interface{}) bool {
 	return errA == nil && errB == nil && pa.TypeMeta == pb.TypeMeta && bytes.Equal(ba, bb)
 }
 
-func compareStores(t *testing.T, r *rand.Rand, what string, ours *boltindexer.Store, theirs cache.Indexer, live []*v1.Pod, indexes, full bool) {
+func compareStores(t *testing.T, r *rand.Rand, what string, ours *boltstore.Store, theirs cache.Indexer, live []*v1.Pod, indexes, full bool) {
 	t.Helper()
 	if a, b := sortStrings(ours.ListKeys()), sortStrings(theirs.ListKeys()); strings.Join(a, ",") != strings.Join(b, ",") {
 		t.Fatalf("%s: ListKeys differ:\n ours   %v\n client %v", what, a, b)

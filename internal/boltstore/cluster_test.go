@@ -1,4 +1,4 @@
-package boltindexer_test
+package boltstore_test
 
 import (
 	"errors"
@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
@@ -22,10 +22,10 @@ func TestSetCluster(t *testing.T) {
 	for _, hot := range []int64{0, 1 << 20} {
 		opts := podOpts()
 		opts.HotCacheBytes = hot
-		s := boltindexertest.Open(t, "pods", opts)
-		if _, err := s.Apply([]boltindexer.Op{
-			{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "900", testutil.Label("app", "p1"), testutil.Node("n1"))},
-			{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p2", "901", testutil.Label("app", "p2"), testutil.Node("n2"))},
+		s := boltstoretest.Open(t, "pods", opts)
+		if _, err := s.Apply([]boltstore.Op{
+			{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p1", "900", testutil.Label("app", "p1"), testutil.Node("n1"))},
+			{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p2", "901", testutil.Label("app", "p2"), testutil.Node("n2"))},
 		}, "901"); err != nil {
 			t.Fatal(err)
 		}
@@ -83,13 +83,13 @@ func TestSetCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		sameAsOracle(t, s, oracle)
-		boltindexertest.Verify(t, s)
+		boltstoretest.Verify(t, s)
 	}
 }
 
 func TestSetClusterEmpty(t *testing.T) {
-	s := boltindexertest.Open(t, "pods", podOpts())
-	if _, err := s.SetCluster(""); !errors.Is(err, boltindexer.ErrNoClusterID) {
+	s := boltstoretest.Open(t, "pods", podOpts())
+	if _, err := s.SetCluster(""); !errors.Is(err, boltstore.ErrNoClusterID) {
 		t.Fatalf("SetCluster(\"\") = %v, want ErrNoClusterID", err)
 	}
 }
@@ -97,10 +97,10 @@ func TestSetClusterEmpty(t *testing.T) {
 // TestListPageComparesUID: a relist item with a stored key and RV but
 // another UID (another cluster, an etcd restore) replaces the stored object.
 func TestListPageComparesUID(t *testing.T) {
-	s := boltindexertest.Open(t, "pods", podOpts())
+	s := boltstoretest.Open(t, "pods", podOpts())
 	old := testutil.Pod("a", "p1", "40", testutil.Label("app", "p1"), testutil.Node("n1"))
 	old.UID = types.UID("old")
-	if _, err := s.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: old}}, "40"); err != nil {
+	if _, err := s.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: old}}, "40"); err != nil {
 		t.Fatal(err)
 	}
 	same := old.DeepCopy()
@@ -108,8 +108,8 @@ func TestListPageComparesUID(t *testing.T) {
 	other.UID = types.UID("new")
 	for _, tc := range []struct {
 		obj  interface{}
-		want boltindexer.ChangeType
-	}{{same, boltindexer.Unchanged}, {other, boltindexer.Updated}} {
+		want boltstore.ChangeType
+	}{{same, boltstore.Unchanged}, {other, boltstore.Updated}} {
 		if err := s.BeginRelist("test"); err != nil {
 			t.Fatal(err)
 		}
@@ -130,7 +130,7 @@ func TestListPageComparesUID(t *testing.T) {
 }
 
 // sameAsOracle compares keys, RVs and index keys with client-go's indexer.
-func sameAsOracle(t *testing.T, s *boltindexer.Store, oracle cache.Indexer) {
+func sameAsOracle(t *testing.T, s *boltstore.Store, oracle cache.Indexer) {
 	t.Helper()
 	got, want := s.ListKeys(), oracle.ListKeys()
 	sort.Strings(got)

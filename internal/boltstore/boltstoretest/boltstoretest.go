@@ -1,7 +1,7 @@
-// Package boltindexertest opens stores in a test's temp dir and checks
+// Package boltstoretest opens stores in a test's temp dir and checks
 // every invariant of the file when the test ends, so any test that writes
-// through boltindexer also proves it left a consistent file behind.
-package boltindexertest
+// through boltstore also proves it left a consistent file behind.
+package boltstoretest
 
 import (
 	"os"
@@ -10,8 +10,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 )
 
 // VerifyEnv, when set to 0, skips the per-record IndexFunc check in
@@ -21,10 +21,10 @@ const VerifyEnv = "BOLTINFORMER_VERIFY"
 // Open opens store name in a new file under t.TempDir() with fsync off,
 // and registers a cleanup that verifies the store and the whole file and
 // closes it.
-func Open(t testing.TB, name string, opts boltindexer.StoreOptions) *boltindexer.Store {
+func Open(t testing.TB, name string, opts boltstore.StoreOptions) *boltstore.Store {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "cache.db")
-	s, err := boltindexer.Open(path, name, cachefile.Options{NoSync: true}, opts)
+	s, err := boltstore.Open(path, name, cachefile.Options{NoSync: true}, opts)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -40,7 +40,7 @@ func Open(t testing.TB, name string, opts boltindexer.StoreOptions) *boltindexer
 
 // Verify fails t if the store breaks an invariant (records decode, index
 // entries match records and IndexFuncs, RV parses).
-func Verify(t testing.TB, s *boltindexer.Store) {
+func Verify(t testing.TB, s *boltstore.Store) {
 	t.Helper()
 	if os.Getenv(VerifyEnv) == "0" {
 		return

@@ -1,4 +1,4 @@
-package boltindexer_test
+package boltstore_test
 
 import (
 	"bytes"
@@ -17,10 +17,10 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 )
 
 var secretIdentity = &cachefile.Identity{Version: "v1", Kind: "Secret", Resource: "secrets"}
@@ -36,8 +36,8 @@ func secret(name, rv, password string) *v1.Secret {
 	}
 }
 
-func secretOpts(keys *encryption.Keyring, encrypt bool) boltindexer.StoreOptions {
-	return boltindexer.StoreOptions{
+func secretOpts(keys *encryption.Keyring, encrypt bool) boltstore.StoreOptions {
+	return boltstore.StoreOptions{
 		Object: &v1.Secret{}, Identity: secretIdentity, Keys: keys, Encrypt: encrypt,
 		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
 	}
@@ -61,9 +61,9 @@ func newKey(t *testing.T, name string) encryption.KeyConfig {
 	return k
 }
 
-func openSecrets(t *testing.T, path string, opts boltindexer.StoreOptions) *boltindexer.Store {
+func openSecrets(t *testing.T, path string, opts boltstore.StoreOptions) *boltstore.Store {
 	t.Helper()
-	s, err := boltindexer.Open(path, "Secret.v1", cachefile.Options{NoSync: true}, opts)
+	s, err := boltstore.Open(path, "Secret.v1", cachefile.Options{NoSync: true}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,25 +72,25 @@ func openSecrets(t *testing.T, path string, opts boltindexer.StoreOptions) *bolt
 
 // churn writes n Secrets, updates every one with a new password, deletes
 // half and writes new ones, so bbolt frees and reuses pages that held them.
-func churn(t *testing.T, s *boltindexer.Store, n int) {
+func churn(t *testing.T, s *boltstore.Store, n int) {
 	t.Helper()
 	rv := 0
-	apply := func(ops []boltindexer.Op) {
+	apply := func(ops []boltstore.Op) {
 		rv++
 		if _, err := s.Apply(ops, fmt.Sprint(rv)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for round := 0; round < 3; round++ {
-		var ops []boltindexer.Op
+		var ops []boltstore.Op
 		for i := range n {
-			ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: secret(fmt.Sprintf("s%d-%d", i, round/2), fmt.Sprint(rv*1000+i+1), fmt.Sprintf("%s-%d-%d", secretMarker, i, round))})
+			ops = append(ops, boltstore.Op{Type: boltstore.OpUpsert, Obj: secret(fmt.Sprintf("s%d-%d", i, round/2), fmt.Sprint(rv*1000+i+1), fmt.Sprintf("%s-%d-%d", secretMarker, i, round))})
 		}
 		apply(ops)
 	}
-	var del []boltindexer.Op
+	var del []boltstore.Op
 	for i := 0; i < n; i += 2 {
-		del = append(del, boltindexer.Op{Type: boltindexer.OpDelete, Obj: secret(fmt.Sprintf("s%d-0", i), "", "")})
+		del = append(del, boltstore.Op{Type: boltstore.OpDelete, Obj: secret(fmt.Sprintf("s%d-0", i), "", "")})
 	}
 	apply(del)
 }
@@ -117,7 +117,7 @@ func TestEncryptedPayloadNeverOnDisk(t *testing.T) {
 		if err != nil || !ok || !strings.HasPrefix(string(obj.(*v1.Secret).Data["password"]), secretMarker) {
 			t.Fatalf("encrypt=%v: get %v %v %v", encrypt, obj, ok, err)
 		}
-		boltindexertest.Verify(t, s)
+		boltstoretest.Verify(t, s)
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +175,7 @@ func TestEncryptionRotationWrongAndMissingKey(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	s := openSecrets(t, path, secretOpts(keyring(t, k1), true))
 	for i := range 10 {
-		if _, err := s.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: secret(fmt.Sprint("s", i), fmt.Sprint(i+1), secretMarker)}}, fmt.Sprint(i+1)); err != nil {
+		if _, err := s.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: secret(fmt.Sprint("s", i), fmt.Sprint(i+1), secretMarker)}}, fmt.Sprint(i+1)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -184,7 +184,7 @@ func TestEncryptionRotationWrongAndMissingKey(t *testing.T) {
 	}
 	rotated := keyring(t, k2, k1)
 	s = openSecrets(t, path, secretOpts(rotated, true))
-	if _, err := s.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: secret("s0", "20", secretMarker+"-new")}}, "20"); err != nil {
+	if _, err := s.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: secret("s0", "20", secretMarker+"-new")}}, "20"); err != nil {
 		t.Fatal(err)
 	}
 	if obj, ok, err := s.GetByKey("ns/s5"); err != nil || !ok || string(obj.(*v1.Secret).Data["password"]) != secretMarker {
@@ -202,7 +202,7 @@ func TestEncryptionRotationWrongAndMissingKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	var progress int
-	stats, err := boltindexer.Rekey(context.Background(), db, boltindexer.RekeyOptions{Keys: rotated, BatchSize: 3, Progress: func(string, int) { progress++ }})
+	stats, err := boltstore.Rekey(context.Background(), db, boltstore.RekeyOptions{Keys: rotated, BatchSize: 3, Progress: func(string, int) { progress++ }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestEncryptionRotationWrongAndMissingKey(t *testing.T) {
 	if rv, _ := s.ResourceVersion(); rv != "20" {
 		t.Fatalf("rekey moved the RV to %q", rv)
 	}
-	boltindexertest.Verify(t, s)
+	boltstoretest.Verify(t, s)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -237,10 +237,10 @@ func TestEncryptionRotationWrongAndMissingKey(t *testing.T) {
 	} {
 		s := openSecrets(t, path, secretOpts(c.keys, false))
 		_, _, err := s.GetByKey("ns/s3")
-		if !errors.Is(err, boltindexer.ErrEncrypted) || !errors.Is(err, c.want) || !strings.Contains(err.Error(), `"k2"`) {
+		if !errors.Is(err, boltstore.ErrEncrypted) || !errors.Is(err, c.want) || !strings.Contains(err.Error(), `"k2"`) {
 			t.Errorf("%s: get: %v", name, err)
 		}
-		if err := s.ForEach(func(interface{}) error { return nil }); !errors.Is(err, boltindexer.ErrEncrypted) {
+		if err := s.ForEach(func(interface{}) error { return nil }); !errors.Is(err, boltstore.ErrEncrypted) {
 			t.Errorf("%s: ForEach: %v", name, err)
 		}
 		if keys := s.ListKeys(); len(keys) != 10 {
@@ -253,7 +253,7 @@ func TestEncryptionRotationWrongAndMissingKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := boltindexer.Open(path, "Secret.v1", cachefile.Options{}, secretOpts(nil, true)); !errors.Is(err, boltindexer.ErrNoKeys) {
+	if _, err := boltstore.Open(path, "Secret.v1", cachefile.Options{}, secretOpts(nil, true)); !errors.Is(err, boltstore.ErrNoKeys) {
 		t.Fatalf("encrypt without keys: %v", err)
 	}
 }
@@ -268,11 +268,11 @@ func TestRekeyPlaintextFileInPlace(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	s := openSecrets(t, path, secretOpts(nil, false))
 	churn(t, s, 20)
-	cm, err := boltindexer.New(s.DB(), "ConfigMap.v1", boltindexer.StoreOptions{Object: &v1.ConfigMap{}, Identity: &cachefile.Identity{Version: "v1", Kind: "ConfigMap", Resource: "configmaps"}})
+	cm, err := boltstore.New(s.DB(), "ConfigMap.v1", boltstore.StoreOptions{Object: &v1.ConfigMap{}, Identity: &cachefile.Identity{Version: "v1", Kind: "ConfigMap", Resource: "configmaps"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cm.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", ResourceVersion: "5"}}}}, "5"); err != nil {
+	if _, err := cm.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", ResourceVersion: "5"}}}}, "5"); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {
@@ -281,14 +281,14 @@ func TestRekeyPlaintextFileInPlace(t *testing.T) {
 	keys := keyring(t, newKey(t, "k1"))
 	// Mixed: a keyed store reads plaintext records written before.
 	s = openSecrets(t, path, secretOpts(keys, true))
-	if _, err := s.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: secret("new", "100", secretMarker)}}, "100"); err != nil {
+	if _, err := s.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: secret("new", "100", secretMarker)}}, "100"); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := s.GetByKey("ns/s1-1"); err != nil || !ok {
 		t.Fatalf("plaintext record with a key configured: %v %v", ok, err)
 	}
 	before := keyIDs(t, s.DB().View)
-	stats, err := boltindexer.Rekey(context.Background(), s.DB(), boltindexer.RekeyOptions{Keys: keys, BatchSize: 4})
+	stats, err := boltstore.Rekey(context.Background(), s.DB(), boltstore.RekeyOptions{Keys: keys, BatchSize: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,10 +298,10 @@ func TestRekeyPlaintextFileInPlace(t *testing.T) {
 	if st := stats["ConfigMap.v1"]; st.Sealed != 0 || st.Unchanged != 1 {
 		t.Fatalf("rekey configmaps without EncryptAll: %+v", st)
 	}
-	if stats, err = boltindexer.Rekey(context.Background(), s.DB(), boltindexer.RekeyOptions{Keys: keys, EncryptAll: true}); err != nil || stats["ConfigMap.v1"].Sealed != 1 {
+	if stats, err = boltstore.Rekey(context.Background(), s.DB(), boltstore.RekeyOptions{Keys: keys, EncryptAll: true}); err != nil || stats["ConfigMap.v1"].Sealed != 1 {
 		t.Fatalf("rekey with EncryptAll: %+v %v", stats, err)
 	}
-	boltindexertest.Verify(t, s)
+	boltstoretest.Verify(t, s)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package boltindexer_test
+package boltstore_test
 
 import (
 	"fmt"
@@ -9,15 +9,15 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 func TestHotCacheServesAndInvalidates(t *testing.T) {
 	opts := podOpts()
 	opts.HotCacheBytes = 1 << 20
-	s := boltindexertest.Open(t, "pods", opts)
+	s := boltstoretest.Open(t, "pods", opts)
 	if err := s.Add(testutil.Pod("a", "p", "1", testutil.Label("app", "p"), testutil.Node("n1"))); err != nil {
 		t.Fatal(err)
 	}
@@ -26,14 +26,14 @@ func TestHotCacheServesAndInvalidates(t *testing.T) {
 	if a != b {
 		t.Fatal("hot cache did not serve the second Get")
 	}
-	if _, err := s.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p", "2", testutil.Label("app", "p"), testutil.Node("n2"))}}, "2"); err != nil {
+	if _, err := s.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p", "2", testutil.Label("app", "p"), testutil.Node("n2"))}}, "2"); err != nil {
 		t.Fatal(err)
 	}
 	c, _, _ := s.GetByKey("a/p")
 	if c.(*v1.Pod).ResourceVersion != "2" {
 		t.Fatalf("hot cache served a stale object after a write: rv %s", c.(*v1.Pod).ResourceVersion)
 	}
-	if _, err := s.Apply([]boltindexer.Op{{Type: boltindexer.OpDelete, Obj: testutil.Pod("a", "p", "3", testutil.Label("app", "p"), testutil.Node(""))}}, "3"); err != nil {
+	if _, err := s.Apply([]boltstore.Op{{Type: boltstore.OpDelete, Obj: testutil.Pod("a", "p", "3", testutil.Label("app", "p"), testutil.Node(""))}}, "3"); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, _ := s.GetByKey("a/p"); ok {
@@ -49,7 +49,7 @@ func TestHotCacheServesAndInvalidates(t *testing.T) {
 func TestHotCacheNeverOlderThanStore(t *testing.T) {
 	opts := podOpts()
 	opts.HotCacheBytes = 1 << 20
-	s := boltindexertest.Open(t, "pods", opts)
+	s := boltstoretest.Open(t, "pods", opts)
 	if err := s.Add(testutil.Pod("a", "p", "1", testutil.Label("app", "p"), testutil.Node("n"))); err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestHotCacheNeverOlderThanStore(t *testing.T) {
 		})
 	}
 	for rv := int64(2); rv < 400; rv++ {
-		if _, err := s.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p", strconv.FormatInt(rv, 10), testutil.Label("app", "p"), testutil.Node("n"))}}, strconv.FormatInt(rv, 10)); err != nil {
+		if _, err := s.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p", strconv.FormatInt(rv, 10), testutil.Label("app", "p"), testutil.Node("n"))}}, strconv.FormatInt(rv, 10)); err != nil {
 			t.Fatal(err)
 		}
 		committed.Store(rv)
@@ -99,7 +99,7 @@ func TestHotCacheReadsItsOwnTransaction(t *testing.T) {
 	opts.Indexers["gen"] = func(obj interface{}) ([]string, error) {
 		return []string{obj.(*v1.Pod).Labels["gen"]}, nil
 	}
-	s := boltindexertest.Open(t, "pods", opts)
+	s := boltstoretest.Open(t, "pods", opts)
 	const pods = 64
 	genPod := func(i, gen, rv int) *v1.Pod {
 		p := testutil.Pod("a", fmt.Sprint("p", i), strconv.Itoa(rv), testutil.Label("app", fmt.Sprint("p", i)), testutil.Node("n"))
@@ -107,9 +107,9 @@ func TestHotCacheReadsItsOwnTransaction(t *testing.T) {
 		return p
 	}
 	rv := 1
-	var ops []boltindexer.Op
+	var ops []boltstore.Op
 	for i := 0; i < pods; i++ {
-		ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: genPod(i, 0, rv)})
+		ops = append(ops, boltstore.Op{Type: boltstore.OpUpsert, Obj: genPod(i, 0, rv)})
 	}
 	if _, err := s.Apply(ops, strconv.Itoa(rv)); err != nil {
 		t.Fatal(err)
@@ -148,9 +148,9 @@ func TestHotCacheReadsItsOwnTransaction(t *testing.T) {
 			if err := s.BeginRelist("test"); err != nil {
 				t.Fatal(err)
 			}
-			var page []boltindexer.Op
+			var page []boltstore.Op
 			for i := 0; i < pods; i++ {
-				page = append(page, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: genPod(i, g, rv)})
+				page = append(page, boltstore.Op{Type: boltstore.OpUpsert, Obj: genPod(i, g, rv)})
 			}
 			if _, err := s.ApplyListPage(page); err != nil {
 				t.Fatal(err)
@@ -160,9 +160,9 @@ func TestHotCacheReadsItsOwnTransaction(t *testing.T) {
 			}
 		} else {
 			for i := 0; i < pods; i += 8 {
-				var ops []boltindexer.Op
+				var ops []boltstore.Op
 				for j := i; j < i+8; j++ {
-					ops = append(ops, boltindexer.Op{Type: boltindexer.OpUpsert, Obj: genPod(j, g, rv)})
+					ops = append(ops, boltstore.Op{Type: boltstore.OpUpsert, Obj: genPod(j, g, rv)})
 				}
 				if _, err := s.Apply(ops, strconv.Itoa(rv)); err != nil {
 					t.Fatal(err)

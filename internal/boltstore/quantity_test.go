@@ -1,4 +1,4 @@
-package boltindexer
+package boltstore
 
 import "k8s.io/apimachinery/pkg/api/resource"
 

@@ -1,16 +1,11 @@
-package boltindexer_test
+package boltstore_test
 
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"testing"
 
-	bolt "go.etcd.io/bbolt"
-
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
-	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // TestReplaySkipsDamagedRecordsAndDropDamagedRepairs: Replay hands every
@@ -19,41 +14,10 @@ import (
 // error from damaged stops it. DropDamaged removes those records and their
 // index entries, and the store verifies clean with the right count.
 func TestReplaySkipsDamagedRecordsAndDropDamagedRepairs(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.db")
-	s, err := boltindexer.Open(path, "pods", cachefile.Options{}, podOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, name := range []string{"p", "q", "r", "s"} {
-		if err := s.Add(testutil.Pod("a", name, fmt.Sprint(i+1), testutil.Label("app", name), testutil.Node("n1"))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	s.Close()
-	b, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = b.Update(func(tx *bolt.Tx) error {
-		objects := tx.Bucket(cachefile.StoresBucket).Bucket([]byte("pods")).Bucket(cachefile.ObjectsBucket)
-		q := append([]byte(nil), objects.Get([]byte("a/q"))...)
-		q[len(q)/2] ^= 0x01
-		if err := objects.Put([]byte("a/q"), q); err != nil {
-			return err
-		}
-		return objects.Put([]byte("a/s"), []byte{0x93, 0xff, 0x00})
-	})
-	b.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s, err = boltindexer.Open(path, "pods", cachefile.Options{}, podOpts()); err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := damagedStore(t, []string{"p", "q", "r", "s"}, "q", "s")
 
 	var good, bad []string
-	err = s.Replay(func(obj interface{}) error {
+	err := s.Replay(func(obj interface{}) error {
 		good = append(good, obj.(interface{ GetName() string }).GetName())
 		return nil
 	}, func(key string, err error) error {

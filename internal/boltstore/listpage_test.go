@@ -1,4 +1,4 @@
-package boltindexer_test
+package boltstore_test
 
 import (
 	"errors"
@@ -7,21 +7,21 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // TestListPageRefusesDeletes: a list page holds upserts only; a delete in
 // one is bad input, refused before anything is written.
 func TestListPageRefusesDeletes(t *testing.T) {
-	s := boltindexertest.Open(t, "pods", podOpts())
+	s := boltstoretest.Open(t, "pods", podOpts())
 	if err := s.BeginRelist("test"); err != nil {
 		t.Fatal(err)
 	}
-	page := []boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p", "5", testutil.Label("app", "p"), testutil.Node(""))}, {Type: boltindexer.OpDelete, Obj: testutil.Pod("a", "q", "5", testutil.Label("app", "q"), testutil.Node(""))}}
-	if _, err := s.ApplyListPage(page); !errors.Is(err, boltindexer.ErrNotUpsert) {
+	page := []boltstore.Op{{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p", "5", testutil.Label("app", "p"), testutil.Node(""))}, {Type: boltstore.OpDelete, Obj: testutil.Pod("a", "q", "5", testutil.Label("app", "q"), testutil.Node(""))}}
+	if _, err := s.ApplyListPage(page); !errors.Is(err, boltstore.ErrNotUpsert) {
 		t.Fatalf("a delete in a list page: %v, want ErrNotUpsert", err)
 	}
 	if n, err := s.Len(); err != nil || n != 0 {
@@ -30,10 +30,10 @@ func TestListPageRefusesDeletes(t *testing.T) {
 }
 
 // upserts makes a list page of objs.
-func upserts(objs ...interface{}) []boltindexer.Op {
-	ops := make([]boltindexer.Op, len(objs))
+func upserts(objs ...interface{}) []boltstore.Op {
+	ops := make([]boltstore.Op, len(objs))
 	for i, obj := range objs {
-		ops[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: obj}
+		ops[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: obj}
 	}
 	return ops
 }
@@ -43,7 +43,7 @@ func upserts(objs ...interface{}) []boltindexer.Op {
 // restarted after part of a cold one was applied still sweeps what the
 // restarted list no longer has.
 func TestColdRelistKeepsNoSeenKeys(t *testing.T) {
-	s := boltindexertest.Open(t, "pods", podOpts())
+	s := boltstoretest.Open(t, "pods", podOpts())
 	hasSeen := func() bool {
 		var found bool
 		if err := s.DB().View(func(tx *bolt.Tx) error {
@@ -82,7 +82,7 @@ func TestColdRelistKeepsNoSeenKeys(t *testing.T) {
 		t.Fatalf("deletes %q, want a/p2", got)
 	}
 	// A cold relist that runs to its end deletes nothing.
-	s2 := boltindexertest.Open(t, "pods", podOpts())
+	s2 := boltstoretest.Open(t, "pods", podOpts())
 	if err := s2.BeginRelist("cold start"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package boltindexer_test
+package boltstore_test
 
 import (
 	"fmt"
@@ -8,8 +8,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
@@ -17,20 +17,20 @@ import (
 // previous objects to be decoded by several workers, and checks that each
 // change carries its own key's previous version, deleted ones included.
 func TestApplyDecodesEveryPreviousObject(t *testing.T) {
-	s := boltindexertest.Open(t, "pods", podOpts())
+	s := boltstoretest.Open(t, "pods", podOpts())
 	const n = 64
-	first := make([]boltindexer.Op, n)
+	first := make([]boltstore.Op, n)
 	for i := range first {
-		first[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", fmt.Sprintf("p%d", i), strconv.Itoa(10+i), testutil.Label("app", fmt.Sprintf("p%d", i)), testutil.Node(fmt.Sprintf("old-%d", i)))}
+		first[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", fmt.Sprintf("p%d", i), strconv.Itoa(10+i), testutil.Label("app", fmt.Sprintf("p%d", i)), testutil.Node(fmt.Sprintf("old-%d", i)))}
 	}
 	if _, err := s.Apply(first, strconv.Itoa(10+n)); err != nil {
 		t.Fatal(err)
 	}
-	second := make([]boltindexer.Op, n)
+	second := make([]boltstore.Op, n)
 	for i := range second {
-		second[i] = boltindexer.Op{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", fmt.Sprintf("p%d", i), strconv.Itoa(100+i), testutil.Label("app", fmt.Sprintf("p%d", i)), testutil.Node(fmt.Sprintf("new-%d", i)))}
+		second[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", fmt.Sprintf("p%d", i), strconv.Itoa(100+i), testutil.Label("app", fmt.Sprintf("p%d", i)), testutil.Node(fmt.Sprintf("new-%d", i)))}
 		if i%5 == 0 {
-			second[i] = boltindexer.Op{Type: boltindexer.OpDelete, Obj: testutil.Pod("a", fmt.Sprintf("p%d", i), strconv.Itoa(100+i), testutil.Label("app", fmt.Sprintf("p%d", i)), testutil.Node(""))}
+			second[i] = boltstore.Op{Type: boltstore.OpDelete, Obj: testutil.Pod("a", fmt.Sprintf("p%d", i), strconv.Itoa(100+i), testutil.Label("app", fmt.Sprintf("p%d", i)), testutil.Node(""))}
 		}
 	}
 	chs, err := s.Apply(second, strconv.Itoa(100+n))
@@ -55,18 +55,18 @@ func TestApplyDecodesEveryPreviousObject(t *testing.T) {
 // TestApplySkipOld checks that SkipOld writes the same as Apply and only
 // leaves the previous objects out.
 func TestApplySkipOld(t *testing.T) {
-	s := boltindexertest.Open(t, "pods", podOpts())
-	if _, err := s.Apply([]boltindexer.Op{
-		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "10", testutil.Label("app", "p1"), testutil.Node("n1"))},
-		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p2", "11", testutil.Label("app", "p2"), testutil.Node("n1"))},
+	s := boltstoretest.Open(t, "pods", podOpts())
+	if _, err := s.Apply([]boltstore.Op{
+		{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p1", "10", testutil.Label("app", "p1"), testutil.Node("n1"))},
+		{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p2", "11", testutil.Label("app", "p2"), testutil.Node("n1"))},
 	}, "11"); err != nil {
 		t.Fatal(err)
 	}
-	chs, err := s.ApplyWith([]boltindexer.Op{
-		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "12", testutil.Label("app", "p1"), testutil.Node("n2"))},
-		{Type: boltindexer.OpDelete, Obj: testutil.Pod("a", "p2", "13", testutil.Label("app", "p2"), testutil.Node(""))},
-		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p3", "14", testutil.Label("app", "p3"), testutil.Node("n2"))},
-	}, "14", boltindexer.ApplyOptions{SkipOld: true})
+	chs, err := s.ApplyWith([]boltstore.Op{
+		{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p1", "12", testutil.Label("app", "p1"), testutil.Node("n2"))},
+		{Type: boltstore.OpDelete, Obj: testutil.Pod("a", "p2", "13", testutil.Label("app", "p2"), testutil.Node(""))},
+		{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p3", "14", testutil.Label("app", "p3"), testutil.Node("n2"))},
+	}, "14", boltstore.ApplyOptions{SkipOld: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,17 +92,17 @@ func TestApplySkipOld(t *testing.T) {
 // TestApplySkipOldOfDeletes checks that SkipOldOfDeletes leaves the
 // previous object out of deletes only: updates still carry theirs.
 func TestApplySkipOldOfDeletes(t *testing.T) {
-	s := boltindexertest.Open(t, "pods", podOpts())
-	if _, err := s.Apply([]boltindexer.Op{
-		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "10", testutil.Node("n1"))},
-		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p2", "11", testutil.Node("n1"))},
+	s := boltstoretest.Open(t, "pods", podOpts())
+	if _, err := s.Apply([]boltstore.Op{
+		{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p1", "10", testutil.Node("n1"))},
+		{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p2", "11", testutil.Node("n1"))},
 	}, "11"); err != nil {
 		t.Fatal(err)
 	}
-	chs, err := s.ApplyWith([]boltindexer.Op{
-		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "12", testutil.Node("n2"))},
-		{Type: boltindexer.OpDelete, Obj: testutil.Pod("a", "p2", "13")},
-	}, "13", boltindexer.ApplyOptions{SkipOldOfDeletes: true})
+	chs, err := s.ApplyWith([]boltstore.Op{
+		{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p1", "12", testutil.Node("n2"))},
+		{Type: boltstore.OpDelete, Obj: testutil.Pod("a", "p2", "13")},
+	}, "13", boltstore.ApplyOptions{SkipOldOfDeletes: true})
 	if err != nil {
 		t.Fatal(err)
 	}

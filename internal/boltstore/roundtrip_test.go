@@ -1,4 +1,4 @@
-package boltindexer
+package boltstore
 
 import (
 	"encoding/json"

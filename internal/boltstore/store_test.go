@@ -1,4 +1,4 @@
-package boltindexer_test
+package boltstore_test
 
 import (
 	"errors"
@@ -13,17 +13,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/boltindexer/boltindexertest"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
-func podOpts() boltindexer.StoreOptions {
-	return boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers()}
+func podOpts() boltstore.StoreOptions {
+	return boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: testutil.PodIndexers()}
 }
 
-func changeTypes(chs []boltindexer.Change) string {
+func changeTypes(chs []boltstore.Change) string {
 	s := ""
 	for _, c := range chs {
 		s += fmt.Sprintf("%s:%s ", c.Key, c.Type)
@@ -32,11 +32,11 @@ func changeTypes(chs []boltindexer.Change) string {
 }
 
 func TestApplyWatermarkAndNoRegression(t *testing.T) {
-	s := boltindexertest.Open(t, "pods", podOpts())
-	chs, err := s.Apply([]boltindexer.Op{
-		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "10", testutil.Label("app", "p1"), testutil.Node("n1"))},
-		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p2", "11", testutil.Label("app", "p2"), testutil.Node("n1"))},
-		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "12", testutil.Label("app", "p1"), testutil.Node("n2"))},
+	s := boltstoretest.Open(t, "pods", podOpts())
+	chs, err := s.Apply([]boltstore.Op{
+		{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p1", "10", testutil.Label("app", "p1"), testutil.Node("n1"))},
+		{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p2", "11", testutil.Label("app", "p2"), testutil.Node("n1"))},
+		{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p1", "12", testutil.Label("app", "p1"), testutil.Node("n2"))},
 	}, "12")
 	if err != nil {
 		t.Fatal(err)
@@ -51,11 +51,11 @@ func TestApplyWatermarkAndNoRegression(t *testing.T) {
 		t.Fatalf("rv %q, want 12", rv)
 	}
 	// Replaying events at or below the stored object's RV changes nothing.
-	chs, err = s.Apply([]boltindexer.Op{
-		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "12", testutil.Label("app", "p1"), testutil.Node("zzz"))},
-		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "10", testutil.Label("app", "p1"), testutil.Node("zzz"))},
-		{Type: boltindexer.OpDelete, Obj: testutil.Pod("a", "p2", "9", testutil.Label("app", "p2"), testutil.Node(""))},
-		{Type: boltindexer.OpDelete, Obj: testutil.Pod("a", "nope", "13", testutil.Label("app", "nope"), testutil.Node(""))},
+	chs, err = s.Apply([]boltstore.Op{
+		{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p1", "12", testutil.Label("app", "p1"), testutil.Node("zzz"))},
+		{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p1", "10", testutil.Label("app", "p1"), testutil.Node("zzz"))},
+		{Type: boltstore.OpDelete, Obj: testutil.Pod("a", "p2", "9", testutil.Label("app", "p2"), testutil.Node(""))},
+		{Type: boltstore.OpDelete, Obj: testutil.Pod("a", "nope", "13", testutil.Label("app", "nope"), testutil.Node(""))},
 	}, "11")
 	if err != nil {
 		t.Fatal(err)
@@ -70,9 +70,9 @@ func TestApplyWatermarkAndNoRegression(t *testing.T) {
 		t.Fatalf("stale replay reached the index: %v", keys)
 	}
 	// A newer delete and a tombstone apply.
-	chs, err = s.Apply([]boltindexer.Op{
-		{Type: boltindexer.OpDelete, Obj: testutil.Pod("a", "p2", "13", testutil.Label("app", "p2"), testutil.Node(""))},
-		{Type: boltindexer.OpDelete, Obj: cache.DeletedFinalStateUnknown{Key: "a/p1", Obj: testutil.Pod("a", "p1", "1", testutil.Label("app", "p1"), testutil.Node(""))}},
+	chs, err = s.Apply([]boltstore.Op{
+		{Type: boltstore.OpDelete, Obj: testutil.Pod("a", "p2", "13", testutil.Label("app", "p2"), testutil.Node(""))},
+		{Type: boltstore.OpDelete, Obj: cache.DeletedFinalStateUnknown{Key: "a/p1", Obj: testutil.Pod("a", "p1", "1", testutil.Label("app", "p1"), testutil.Node(""))}},
 	}, "14")
 	if err != nil {
 		t.Fatal(err)
@@ -89,17 +89,17 @@ func TestApplyWatermarkAndNoRegression(t *testing.T) {
 }
 
 func TestApplyBadInputWritesNothing(t *testing.T) {
-	s := boltindexertest.Open(t, "pods", podOpts())
-	_, err := s.Apply([]boltindexer.Op{
-		{Type: boltindexer.OpUpsert, Obj: testutil.Pod("a", "p1", "10", testutil.Label("app", "p1"), testutil.Node("n1"))},
-		{Type: boltindexer.OpUpsert, Obj: "no metadata"},
+	s := boltstoretest.Open(t, "pods", podOpts())
+	_, err := s.Apply([]boltstore.Op{
+		{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", "p1", "10", testutil.Label("app", "p1"), testutil.Node("n1"))},
+		{Type: boltstore.OpUpsert, Obj: "no metadata"},
 	}, "10")
 	var keyErr cache.KeyError
 	if !errors.As(err, &keyErr) {
 		t.Fatalf("want a cache.KeyError, got %v", err)
 	}
-	_, err = s.Apply([]boltindexer.Op{{Type: boltindexer.OpUpsert, Obj: &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}}}, "10")
-	if !errors.Is(err, boltindexer.ErrWrongType) {
+	_, err = s.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}}}, "10")
+	if !errors.Is(err, boltstore.ErrWrongType) {
 		t.Fatalf("want ErrWrongType, got %v", err)
 	}
 	if n, _ := s.Len(); n != 0 || s.LastStoreSyncResourceVersion() != "" {
@@ -109,7 +109,7 @@ func TestApplyBadInputWritesNothing(t *testing.T) {
 	if err := s.AddIndexers(failing); err != nil {
 		t.Fatal(err) // empty store: nothing to index yet
 	}
-	if err := s.Add(testutil.Pod("a", "p1", "1", testutil.Label("app", "p1"), testutil.Node(""))); !errors.Is(err, boltindexer.ErrIndexFunc) {
+	if err := s.Add(testutil.Pod("a", "p1", "1", testutil.Label("app", "p1"), testutil.Node(""))); !errors.Is(err, boltstore.ErrIndexFunc) {
 		t.Fatalf("want ErrIndexFunc, got %v", err)
 	}
 	if n, _ := s.Len(); n != 0 {
@@ -118,22 +118,22 @@ func TestApplyBadInputWritesNothing(t *testing.T) {
 }
 
 func TestInvalidIndexValue(t *testing.T) {
-	s := boltindexertest.Open(t, "pods", boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: cache.Indexers{
+	s := boltstoretest.Open(t, "pods", boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: cache.Indexers{
 		"nul": func(obj interface{}) ([]string, error) { return []string{"a\x00b"}, nil },
 	}})
-	if err := s.Add(testutil.Pod("a", "p", "1", testutil.Label("app", "p"), testutil.Node(""))); !errors.Is(err, boltindexer.ErrInvalidIndexValue) {
+	if err := s.Add(testutil.Pod("a", "p", "1", testutil.Label("app", "p"), testutil.Node(""))); !errors.Is(err, boltstore.ErrInvalidIndexValue) {
 		t.Fatalf("want ErrInvalidIndexValue, got %v", err)
 	}
 }
 
 func TestPagedRelist(t *testing.T) {
-	s := boltindexertest.Open(t, "pods", podOpts())
+	s := boltstoretest.Open(t, "pods", podOpts())
 	if err := s.Replace([]interface{}{
 		testutil.Pod("a", "keep", "5", testutil.Label("app", "keep"), testutil.Node("n1")), testutil.Pod("a", "change", "6", testutil.Label("app", "change"), testutil.Node("n1")), testutil.Pod("a", "gone", "7", testutil.Label("app", "gone"), testutil.Node("n1")), testutil.Pod("b", "gone2", "8", testutil.Label("app", "gone2"), testutil.Node("n2")),
 	}, "8"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApplyListPage(upserts(testutil.Pod("a", "x", "1", testutil.Label("app", "x"), testutil.Node("")))); !errors.Is(err, boltindexer.ErrNoRelist) {
+	if _, err := s.ApplyListPage(upserts(testutil.Pod("a", "x", "1", testutil.Label("app", "x"), testutil.Node("")))); !errors.Is(err, boltstore.ErrNoRelist) {
 		t.Fatalf("page without BeginRelist: %v", err)
 	}
 	if err := s.BeginRelist("410 Gone"); err != nil {
@@ -187,7 +187,7 @@ func TestPagedRelist(t *testing.T) {
 }
 
 func TestRestartedRelistForgetsSeenKeys(t *testing.T) {
-	s := boltindexertest.Open(t, "pods", podOpts())
+	s := boltstoretest.Open(t, "pods", podOpts())
 	if err := s.Replace([]interface{}{testutil.Pod("a", "p1", "5", testutil.Label("app", "p1"), testutil.Node("")), testutil.Pod("a", "p2", "6", testutil.Label("app", "p2"), testutil.Node(""))}, "6"); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestRestartedRelistForgetsSeenKeys(t *testing.T) {
 func TestReopenKeepsEverything(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
 	opts := podOpts()
-	s, err := boltindexer.Open(path, "pods", cachefile.Options{}, opts)
+	s, err := boltstore.Open(path, "pods", cachefile.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s2, err := boltindexer.Open(path, "pods", cachefile.Options{}, opts)
+	s2, err := boltstore.Open(path, "pods", cachefile.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 	if after := snapshotStore(t, s2); !apiequality.Semantic.DeepEqual(before, after) {
 		t.Fatalf("store changed across reopen")
 	}
-	boltindexertest.Verify(t, s2)
+	boltstoretest.Verify(t, s2)
 }
 
 type storeSnapshot struct {
@@ -249,7 +249,7 @@ type storeSnapshot struct {
 	Indexes map[string]map[string][]string
 }
 
-func snapshotStore(t *testing.T, s *boltindexer.Store) storeSnapshot {
+func snapshotStore(t *testing.T, s *boltstore.Store) storeSnapshot {
 	rv, err := s.ResourceVersion()
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +277,7 @@ func TestIdentityChangeEmptiesStore(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
 	opts := podOpts()
 	opts.Identity = &cachefile.Identity{Version: "v1", Kind: "Pod", Namespace: "a", LabelSelector: "app=web"}
-	s, err := boltindexer.Open(path, "pods", cachefile.Options{}, opts)
+	s, err := boltstore.Open(path, "pods", cachefile.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestIdentityChangeEmptiesStore(t *testing.T) {
 	}
 	s.Close()
 	opts.Identity = &cachefile.Identity{Version: "v1", Kind: "Pod", Namespace: "a", LabelSelector: "app=db"}
-	s, err = boltindexer.Open(path, "pods", cachefile.Options{}, opts)
+	s, err = boltstore.Open(path, "pods", cachefile.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,16 +298,16 @@ func TestIdentityChangeEmptiesStore(t *testing.T) {
 	if n, _ := s.Len(); n != 0 || s.LastStoreSyncResourceVersion() != "" {
 		t.Fatalf("store not empty after identity change: len %d rv %q", n, s.LastStoreSyncResourceVersion())
 	}
-	boltindexertest.Verify(t, s)
+	boltstoretest.Verify(t, s)
 }
 
 func TestIndexVersionChangeRebuilds(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
-	opts := boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: cache.Indexers{
+	opts := boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: cache.Indexers{
 		"node": func(obj interface{}) ([]string, error) { return []string{obj.(*v1.Pod).Spec.NodeName}, nil },
 		"old":  func(obj interface{}) ([]string, error) { return []string{"x"}, nil },
 	}}
-	s, err := boltindexer.Open(path, "pods", cachefile.Options{}, opts)
+	s, err := boltstore.Open(path, "pods", cachefile.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestIndexVersionChangeRebuilds(t *testing.T) {
 		return []string{p.Namespace + "/" + p.Spec.NodeName}, nil
 	}}
 	opts.IndexVersions = map[string]string{"node": "v2"}
-	s, err = boltindexer.Open(path, "pods", cachefile.Options{}, opts)
+	s, err = boltstore.Open(path, "pods", cachefile.Options{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,14 +334,14 @@ func TestIndexVersionChangeRebuilds(t *testing.T) {
 	if n := s.LastStoreSyncResourceVersion(); n != "2" {
 		t.Fatalf("rebuild lost the RV: %q", n)
 	}
-	boltindexertest.Verify(t, s)
+	boltstoretest.Verify(t, s)
 	s.Close()
 	s.Close()
-	boltindexertest.CheckFile(t, path)
+	boltstoretest.CheckFile(t, path)
 }
 
 func TestStreamingReads(t *testing.T) {
-	s := boltindexertest.Open(t, "pods", podOpts())
+	s := boltstoretest.Open(t, "pods", podOpts())
 	var list []interface{}
 	for i := 0; i < 1000; i++ {
 		list = append(list, testutil.Pod("ns", fmt.Sprintf("p%04d", i), strconv.Itoa(i+1), testutil.Label("app", fmt.Sprintf("p%04d", i)), testutil.Node(fmt.Sprint("n", i%3))))

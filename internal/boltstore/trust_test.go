@@ -1,4 +1,4 @@
-package boltindexer_test
+package boltstore_test
 
 import (
 	"errors"
@@ -14,8 +14,8 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
@@ -84,44 +84,13 @@ func TestOpenRefusesBadFiles(t *testing.T) {
 }
 
 func TestCorruptRecordIsAnErrorNotAPanic(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "c.db")
-	s, err := boltindexer.Open(path, "pods", cachefile.Options{}, podOpts())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Add(testutil.Pod("a", "p", "1", testutil.Label("app", "p"), testutil.Node("n1"))); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Add(testutil.Pod("a", "q", "2", testutil.Label("app", "q"), testutil.Node("n1"))); err != nil {
-		t.Fatal(err)
-	}
-	// Corrupt one record behind the store's back, and flip one byte in
-	// the middle of another (its payload: the envelope still parses).
-	s.Close()
-	b, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = b.Update(func(tx *bolt.Tx) error {
-		objects := tx.Bucket(cachefile.StoresBucket).Bucket([]byte("pods")).Bucket(cachefile.ObjectsBucket)
-		q := append([]byte(nil), objects.Get([]byte("a/q"))...)
-		q[len(q)/2] ^= 0x01
-		if err := objects.Put([]byte("a/q"), q); err != nil {
-			return err
-		}
-		return objects.Put([]byte("a/p"), []byte{0x93, 0xff, 0x00})
-	})
-	b.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s, err = boltindexer.Open(path, "pods", cachefile.Options{}, podOpts()); err != nil {
-		t.Fatal(err)
-	}
+	// One record that is no envelope, and one with a byte flipped in its
+	// payload (the envelope still parses).
+	s := damagedStore(t, []string{"p", "q"}, "q", "p")
 	if _, _, err := s.GetByKey("a/p"); !errors.Is(err, cachefile.ErrCorruptRecord) {
 		t.Fatalf("want ErrCorruptRecord, got %v", err)
 	}
-	_, _, err = s.GetByKey("a/q")
+	_, _, err := s.GetByKey("a/q")
 	if !errors.Is(err, cachefile.ErrCorruptRecord) || !strings.Contains(err.Error(), "checksum") ||
 		!strings.Contains(err.Error(), "pods") || !strings.Contains(err.Error(), "a/q") {
 		t.Fatalf("a flipped byte: want a checksum ErrCorruptRecord naming store and key, got %v", err)
@@ -129,7 +98,7 @@ func TestCorruptRecordIsAnErrorNotAPanic(t *testing.T) {
 	if err := s.Update(testutil.Pod("a", "q", "4", testutil.Label("app", "q"), testutil.Node("n1"))); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Verify(); !errors.Is(err, boltindexer.ErrInconsistent) {
+	if err := s.Verify(); !errors.Is(err, boltstore.ErrInconsistent) {
 		t.Fatalf("Verify should report the corrupt record, got %v", err)
 	}
 	// Overwriting the corrupt record repairs the store, index entries included.
@@ -142,12 +111,66 @@ func TestCorruptRecordIsAnErrorNotAPanic(t *testing.T) {
 	if err := s.Verify(); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+}
+
+// damagedStore writes the Pods a/<name> of names (resourceVersions 1, 2,
+// ..., label app=<name>, node n1) to store "pods" of a new file, then, behind
+// the store's back, flips a byte in the middle of record a/<flipped> (in its
+// payload: the envelope still parses) and replaces record a/<garbage> with
+// bytes that are no envelope. It returns the store reopened on that file,
+// closed when the test ends.
+func damagedStore(t *testing.T, names []string, flipped, garbage string) *boltstore.Store {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "c.db")
+	s, err := boltstore.Open(path, "pods", cachefile.Options{}, podOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range names {
+		if err := s.Add(testutil.Pod("a", name, fmt.Sprint(i+1), testutil.Label("app", name), testutil.Node("n1"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Update(func(tx *bolt.Tx) error {
+		objects := tx.Bucket(cachefile.StoresBucket).Bucket([]byte("pods")).Bucket(cachefile.ObjectsBucket)
+		key := []byte("a/" + flipped)
+		rec := append([]byte(nil), objects.Get(key)...)
+		if len(rec) == 0 {
+			return fmt.Errorf("no record %s to damage", key)
+		}
+		rec[len(rec)/2] ^= 0x01
+		if err := objects.Put(key, rec); err != nil {
+			return err
+		}
+		return objects.Put([]byte("a/"+garbage), []byte{0x93, 0xff, 0x00})
+	})
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = boltstore.Open(path, "pods", cachefile.Options{}, podOpts()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
+	return s
 }
 
 // relist makes the store hold exactly list at rv through the pipeline's
 // relist protocol, the only writer of the stored RV.
-func relist(t testing.TB, s *boltindexer.Store, list []interface{}, rv string) {
+func relist(t testing.TB, s *boltstore.Store, list []interface{}, rv string) {
 	t.Helper()
 	if err := s.BeginRelist("test"); err != nil {
 		t.Fatal(err)
@@ -166,7 +189,7 @@ func relist(t testing.TB, s *boltindexer.Store, list []interface{}, rv string) {
 // follows client-go's meaning.
 func TestClientGoWritesLeaveTheWatermark(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
-	s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, podOpts())
+	s, err := boltstore.Open(path, "pods", cachefile.Options{NoSync: true}, podOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +225,7 @@ func TestClientGoWritesLeaveTheWatermark(t *testing.T) {
 		t.Fatalf("LastStoreSyncResourceVersion = %q, want client-go's last seen 888888", got)
 	}
 	s.Close()
-	s, err = boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, podOpts())
+	s, err = boltstore.Open(path, "pods", cachefile.Options{NoSync: true}, podOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
