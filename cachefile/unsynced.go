@@ -95,7 +95,7 @@ func writeMarker(path string) error {
 	if err := errors.Join(werr, serr, cerr); err != nil {
 		return fmt.Errorf("create marker %s: %w", m, err)
 	}
-	return syncDir(filepath.Dir(path))
+	return SyncDir(filepath.Dir(path))
 }
 
 // removeMarker removes the marker of path and makes that durable.
@@ -103,21 +103,7 @@ func removeMarker(path string) error {
 	if err := os.Remove(MarkerPath(path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove marker %s: %w", MarkerPath(path), err)
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir fsyncs a directory, so that a file created or removed in it
-// stays so after a crash.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync directory %s: %w", dir, err)
-	}
-	return nil
+	return SyncDir(filepath.Dir(path))
 }
 
 // discardUnsynced handles a marker found before a writable open. Without
