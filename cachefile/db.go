@@ -114,7 +114,7 @@ func Open(path string, opts Options) (*DB, error) {
 	})
 	if err != nil {
 		if unsynced {
-			err = errors.Join(err, removeMarker(path))
+			err = errors.Join(err, RemoveMarker(path))
 		}
 		return nil, err
 	}

@@ -98,8 +98,10 @@ func writeMarker(path string) error {
 	return SyncDir(filepath.Dir(path))
 }
 
-// removeMarker removes the marker of path and makes that durable.
-func removeMarker(path string) error {
+// RemoveMarker removes the marker of path and makes that durable. Besides
+// MakeDurable, it is for a tool that put a durable file in place of one
+// whose unsynced build had stopped (snapshot restore).
+func RemoveMarker(path string) error {
 	if err := os.Remove(MarkerPath(path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove marker %s: %w", MarkerPath(path), err)
 	}
@@ -118,7 +120,7 @@ func discardUnsynced(path string, timeout time.Duration, logger logr.Logger) err
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		logger.Info("Removing a cache file marker without its file", "marker", MarkerPath(path), "path", path)
-		return removeMarker(path)
+		return RemoveMarker(path)
 	}
 	if err != nil {
 		return fmt.Errorf("open cache file %s: %w", path, err)
@@ -148,7 +150,7 @@ func discardUnsynced(path string, timeout time.Duration, logger logr.Logger) err
 	}
 	logger.Error(ErrNotDurable, "Discarded a cache file that was being built without fsync when its writer stopped (it may be torn); starting it again from a full LIST",
 		"path", path, "marker", MarkerPath(path), "discardedBytes", fi.Size())
-	return removeMarker(path)
+	return RemoveMarker(path)
 }
 
 // markerNames checks that the marker of path names the file f holds: the
@@ -200,7 +202,7 @@ func (db *DB) makeDurable() error {
 		return fmt.Errorf("make %s durable: %w", db.path, err)
 	}
 	failpoint.Inject("cachefile.beforeRemoveMarker")
-	if err := removeMarker(db.path); err != nil {
+	if err := RemoveMarker(db.path); err != nil {
 		return fmt.Errorf("make %s durable: %w", db.path, err)
 	}
 	db.bolt.NoSync = db.opts.NoSync
