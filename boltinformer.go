@@ -129,7 +129,10 @@ func Open(path string, opts Options) (*Cache, error) {
 	if err := prepareFileMode(path, opts.TightenFileMode, logger); err != nil {
 		return nil, err
 	}
-	dbOpts := cachefile.Options{LockTimeout: opts.LockTimeout, NoSync: opts.NoSync, Now: opts.Now}
+	// A new file is built without fsync until an informer on it has
+	// synced (the informer makes it durable before HasSynced is true); a
+	// crash before that leaves a marker, and the next Open rebuilds it.
+	dbOpts := cachefile.Options{LockTimeout: opts.LockTimeout, NoSync: opts.NoSync, Now: opts.Now, Unsynced: true, Logger: logger}
 	db, err := cachefile.Open(path, dbOpts)
 	var movedTo string
 	if errors.Is(err, cachefile.ErrCorruptFile) && opts.OnCorruption == RebuildOnCorruption {

@@ -57,6 +57,8 @@ type Informer struct {
 	// every object exactly once.
 	blockDeltas sync.Mutex
 
+	// db is the cache file; markSynced makes a new file durable first.
+	db         *cachefile.DB
 	synced     chan struct{}
 	syncedOnce sync.Once
 
@@ -131,6 +133,7 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 		onCorruption:    c.opts.OnCorruption,
 		loggerSet:       c.loggerSet,
 		clusterIdentity: c.opts.ClusterIdentity,
+		db:              c.db,
 		synced:          make(chan struct{}),
 		processor: processor.New(processor.Options{
 			ResyncPeriod: opts.ResyncPeriod,
@@ -214,7 +217,17 @@ type syncedChecker struct{ inf *Informer }
 
 func (s syncedChecker) Name() string          { return s.inf.name }
 func (s syncedChecker) Done() <-chan struct{} { return s.inf.synced }
-func (inf *Informer) markSynced()             { inf.syncedOnce.Do(func() { close(inf.synced) }) }
+
+// markSynced turns HasSynced true. A file still built without fsync is
+// made durable first; while that fails, the informer does not report
+// synced, and says why.
+func (inf *Informer) markSynced() {
+	if err := inf.db.MakeDurable(); err != nil {
+		inf.logger.Error(err, "Making the new cache file durable failed; the informer does not report synced")
+		return
+	}
+	inf.syncedOnce.Do(func() { close(inf.synced) })
+}
 func (inf *Informer) isRunning() bool {
 	inf.startedMu.Lock()
 	defer inf.startedMu.Unlock()

@@ -225,6 +225,11 @@ func (inf *Informer) finishRelist(ctx context.Context, rv string) error {
 	for _, ch := range dels {
 		inf.processor.Distribute(processor.Delete{Obj: cache.DeletedFinalStateUnknown{Key: ch.Key, Obj: ch.Old}})
 	}
+	// The first sync of a new file is its sync point (cachefile.MakeDurable):
+	// HasSynced turns true only on a durable file.
+	if err := inf.retry(ctx, "make the new cache file durable", inf.db.MakeDurable); err != nil {
+		return err
+	}
 	inf.markSynced()
 	return nil
 }

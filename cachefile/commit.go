@@ -47,6 +47,9 @@ func (db *DB) commitLoop() {
 		select {
 		case w := <-db.requests:
 			batch = append(batch, w)
+		case res := <-db.durable:
+			res <- db.makeDurable()
+			continue
 		case <-db.stop:
 			return
 		}

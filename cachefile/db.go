@@ -8,10 +8,13 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
+	"k8s.io/klog/v2"
 )
 
 // WriterVersion is recorded in the meta bucket by every process that opens
@@ -43,6 +46,14 @@ type Options struct {
 	// ValidatePages for a writable one, whose open bbolt itself makes walk
 	// every page (and a damaged page would take the process down).
 	Validate *ValidateMode
+	// Unsynced builds a new file without fsync until MakeDurable (or a
+	// clean Close), behind the marker PATH.unsynced (see unsynced.go). It
+	// applies only when this open creates the file, or finds it empty;
+	// an existing file is opened durable, and Unsynced reports false.
+	Unsynced bool
+	// Logger receives what Open does on its own (discarding a file left
+	// unsynced); klog.Background() if zero.
+	Logger logr.Logger
 }
 
 // DB is one cache file. It holds many stores and owns the commit loop that
@@ -54,6 +65,12 @@ type DB struct {
 
 	// requests feeds the commit loop; stop and done end it (Close).
 	requests chan *Write
+	// durable asks the commit loop to make an unsynced file durable.
+	durable chan chan error
+	// unsynced: the file is built without fsync and its marker exists.
+	// Only the commit loop (or Close, after it) clears it and turns the
+	// bolt DB's NoSync off, between transactions.
+	unsynced atomic.Bool
 	stop     chan struct{}
 	done     chan struct{}
 
@@ -77,14 +94,28 @@ func Open(path string, opts Options) (*DB, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = klog.Background()
+	}
+	var unsynced bool
+	if !opts.ReadOnly {
+		var err error
+		if unsynced, err = prepareUnsynced(path, opts.Unsynced && !opts.NoSync, opts.LockTimeout, opts.Logger); err != nil {
+			return nil, err
+		}
+	}
 	b, err := OpenBolt(path, BoltOptions{
 		LockTimeout:     opts.LockTimeout,
 		ReadOnly:        opts.ReadOnly,
-		NoSync:          opts.NoSync,
+		NoSync:          opts.NoSync || unsynced,
 		InitialMmapSize: opts.InitialMmapSize,
 		Validate:        opts.Validate,
+		markerChecked:   !opts.ReadOnly,
 	})
 	if err != nil {
+		if unsynced {
+			err = errors.Join(err, RemoveMarker(path))
+		}
 		return nil, err
 	}
 	db := &DB{
@@ -92,11 +123,29 @@ func Open(path string, opts Options) (*DB, error) {
 		path:     path,
 		opts:     opts,
 		requests: make(chan *Write),
+		durable:  make(chan chan error),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		closed:   make(chan struct{}),
 	}
-	if err := db.checkSchema(); err != nil {
+	db.unsynced.Store(unsynced)
+	created, err := db.checkSchema()
+	if err == nil && !opts.ReadOnly && !created {
+		// Another process wrote the file between prepareUnsynced and the
+		// lock: it is not new. A marker left by a writer that stopped
+		// while this one waited guards pages still in the page cache (a
+		// process that dies does not tear its file): one fsync makes them
+		// durable, and the file is kept.
+		marked, merr := unsyncedMarker(path)
+		switch {
+		case merr != nil:
+			err = merr
+		case unsynced || marked:
+			db.unsynced.Store(true)
+			err = db.makeDurable()
+		}
+	}
+	if err != nil {
 		_ = b.Close()
 		return nil, err
 	}
@@ -114,6 +163,9 @@ type BoltOptions struct {
 	MustExist bool
 	// Validate: see Options.Validate.
 	Validate *ValidateMode
+	// markerChecked: Open dealt with the marker of an unsynced build
+	// already; otherwise a file with a marker is refused (ErrNotDurable).
+	markerChecked bool
 }
 
 // OpenBolt validates the file at path and opens it with bbolt and the
@@ -157,6 +209,17 @@ func OpenBolt(path string, opts BoltOptions) (*bolt.DB, error) {
 	if err != nil {
 		return nil, classifyOpenError(path, opts.LockTimeout, err)
 	}
+	if !opts.markerChecked {
+		// Under bbolt's lock, so a writer building the file is not running.
+		marked, err := unsyncedMarker(path)
+		if err == nil && marked {
+			err = notDurableError(path)
+		}
+		if err != nil {
+			_ = b.Close()
+			return nil, err
+		}
+	}
 	b.AllocSize = AllocSize
 	return b, nil
 }
@@ -187,23 +250,24 @@ func lockedError(path string, timeout time.Duration) error {
 }
 
 // checkSchema initialises an empty file at Version and refuses any other
-// version. It never modifies a file that holds data.
-func (db *DB) checkSchema() error {
+// version. It never modifies a file that holds data. created reports that
+// it initialised the file.
+func (db *DB) checkSchema() (created bool, err error) {
 	var version uint64
 	var initialised bool
-	err := db.view(func(tx *bolt.Tx) error {
+	err = db.view(func(tx *bolt.Tx) error {
 		var err error
 		version, initialised, err = SchemaVersion(tx)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("open %s: %w", db.path, err)
+		return false, fmt.Errorf("open %s: %w", db.path, err)
 	}
 	switch {
 	case !initialised && db.opts.ReadOnly:
-		return fmt.Errorf("open %s: %w: an empty bbolt file with no boltinformer meta data", db.path, ErrNotCacheFile)
+		return false, fmt.Errorf("open %s: %w: an empty bbolt file with no boltinformer meta data", db.path, ErrNotCacheFile)
 	case !initialised:
-		return db.bolt.Update(func(tx *bolt.Tx) error {
+		return true, db.bolt.Update(func(tx *bolt.Tx) error {
 			meta, err := tx.CreateBucket(MetaBucket)
 			if err != nil {
 				return fmt.Errorf("initialise %s: %w", db.path, err)
@@ -224,14 +288,14 @@ func (db *DB) checkSchema() error {
 			return nil
 		})
 	case version > Version:
-		return fmt.Errorf("open %s: %w: file is schema v%d, this build supports up to v%d", db.path, ErrNewerSchema, version, Version)
+		return false, fmt.Errorf("open %s: %w: file is schema v%d, this build supports up to v%d", db.path, ErrNewerSchema, version, Version)
 	case version < Version:
-		return fmt.Errorf("open %s: %w: file is schema v%d, this build needs v%d (run: cachectl migrate --db %s)", db.path, ErrNeedsMigration, version, Version, db.path)
+		return false, fmt.Errorf("open %s: %w: file is schema v%d, this build needs v%d (run: cachectl migrate --db %s)", db.path, ErrNeedsMigration, version, Version, db.path)
 	}
 	if db.opts.ReadOnly {
-		return nil
+		return false, nil
 	}
-	return db.bolt.Update(func(tx *bolt.Tx) error {
+	return false, db.bolt.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(MetaBucket).Put(MetaWriterVersion, []byte(WriterVersion))
 	})
 }
@@ -278,13 +342,14 @@ func (db *DB) Now() time.Time { return db.opts.Now() }
 func (db *DB) Stats() bolt.Stats { return db.bolt.Stats() }
 
 // Close stops the commit loop after the queued writes and closes the file.
+// A clean Close is a sync point: an unsynced file is made durable first.
 func (db *DB) Close() error {
 	var err error
 	db.closeOnce.Do(func() {
 		close(db.closed)
 		close(db.stop)
 		<-db.done
-		err = db.bolt.Close()
+		err = errors.Join(db.makeDurable(), db.bolt.Close())
 	})
 	return err
 }

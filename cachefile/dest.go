@@ -32,7 +32,7 @@ func Resolve(path string) (string, error) {
 	return target, nil
 }
 
-// SyncDir makes a rename in dir durable.
+// SyncDir makes a rename, a new file or a removal in dir durable.
 func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {

@@ -23,6 +23,10 @@ var (
 	ErrReadOnly = errors.New("cache file is opened read-only")
 	// ErrNoStore means the file has no store of that name.
 	ErrNoStore = errors.New("store does not exist")
+	// ErrNotDurable means the file was built without fsync and was not made
+	// durable (its marker PATH.unsynced exists): it may be torn, and is
+	// neither read, copied nor compacted; a writable open rebuilds it.
+	ErrNotDurable = errors.New("cache file is not durable")
 	// ErrExists means a destination file exists and replacing it was not asked for.
 	ErrExists = errors.New("destination file exists")
 )

@@ -2,8 +2,14 @@
 
 package cachefile
 
-import "time"
+import (
+	"os"
+	"time"
+)
 
 // lockShared does nothing where flock does not exist; bbolt's own lock
 // still guards the open that follows.
 func lockShared(string, time.Duration) (func(), error) { return func() {}, nil }
+
+// flockExclusive does nothing where flock does not exist.
+func flockExclusive(*os.File, string, time.Duration) error { return nil }

@@ -37,3 +37,21 @@ func lockShared(path string, timeout time.Duration) (unlock func(), err error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// flockExclusive takes an exclusive flock on f within timeout.
+func flockExclusive(f *os.File, path string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("lock %s: %w", path, err)
+		}
+		if time.Now().After(deadline) {
+			return lockedError(path, timeout)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -86,6 +86,11 @@ func Restore(snapshotPath, dbPath string, opts RestoreOptions) (Header, error) {
 		_ = os.Remove(tmp)
 		return Header{}, fmt.Errorf("restore %s to %s: %w", snapshotPath, dbPath, err)
 	}
+	// The file it replaced may have been left by an unsynced build that
+	// stopped; its marker must not discard the restored one.
+	if err := cachefile.RemoveMarker(dbPath); err != nil {
+		return Header{}, fmt.Errorf("restore %s to %s: %w", snapshotPath, dbPath, err)
+	}
 	return hdr, nil
 }
 

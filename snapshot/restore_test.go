@@ -272,3 +272,24 @@ func TestRestoreThroughSymlink(t *testing.T) {
 	}
 	checkRestored(t, target, hdr)
 }
+
+// TestRestoreOverUnsyncedBuild replaces a file whose unsynced build
+// stopped: the restored file loses the old marker, so the next open keeps it.
+func TestRestoreOverUnsyncedBuild(t *testing.T) {
+	dir := t.TempDir()
+	snap, hdr := savedSnapshot(t, dir, 30)
+	dst := filepath.Join(dir, "crashed.db")
+	if err := os.WriteFile(dst, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cachefile.MarkerPath(dst), []byte("crashed.db\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Restore(snap, dst, snapshot.RestoreOptions{NoSync: true, Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(cachefile.MarkerPath(dst)); err == nil {
+		t.Fatal("the restore left the old marker, which would discard the restored file")
+	}
+	checkRestored(t, dst, hdr)
+}

@@ -42,6 +42,9 @@ func saveTo(ctx context.Context, db *cachefile.DB, w io.Writer, opts SaveOptions
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if db.Unsynced() {
+		return Header{}, fmt.Errorf("%w: it is being built without fsync until an informer on it has synced; take the snapshot after that", cachefile.ErrNotDurable)
+	}
 	var hdr Header
 	err := db.View(func(tx *bolt.Tx) error {
 		fi, err := cachefile.InfoTx(tx)

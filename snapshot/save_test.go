@@ -135,3 +135,21 @@ func TestSaveClosedDB(t *testing.T) {
 		t.Fatalf("temporary files left: %v", got)
 	}
 }
+
+// TestSaveUnsyncedDB refuses a snapshot of a file still built without
+// fsync, and takes one once it is durable.
+func TestSaveUnsyncedDB(t *testing.T) {
+	dir := t.TempDir()
+	c := openCache(t, filepath.Join(dir, "cache.db"), cachefile.Options{Unsynced: true})
+	defer c.close(t)
+	c.fill(t, 5, 0)
+	if _, err := snapshot.Save(background(), c.db, filepath.Join(dir, "snap"), saveOpts()); !errors.Is(err, cachefile.ErrNotDurable) {
+		t.Fatalf("snapshot of an unsynced file: %v, want ErrNotDurable", err)
+	}
+	if err := c.db.MakeDurable(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Save(background(), c.db, filepath.Join(dir, "snap"), saveOpts()); err != nil {
+		t.Fatalf("snapshot after MakeDurable: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ package failpoints_test
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"os"
@@ -55,11 +56,18 @@ func informerChild() int {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 3
 	}
+	go func() {
+		<-inf.HasSyncedChecker().Done()
+		fmt.Println(syncedLine)
+	}()
 	fmt.Println(testutil.ReadyLine)
 	inf.RunWithContext(context.Background()) // until a failpoint kills the process
 	fmt.Fprintln(os.Stderr, "child: the informer stopped by itself")
 	return 4
 }
+
+// syncedLine is what a child prints once HasSynced is true.
+const syncedLine = "synced"
 
 type reporter struct {
 	store *boltindexer.Store
@@ -203,6 +211,22 @@ func checkCrashed(t *testing.T, path string, h *testutil.History, r crashReport)
 			t.Fatalf("bbolt chose txid %d, want the older meta page's %d", txid, r.olderTxid)
 		}
 	}
+	if _, err := os.Lstat(cachefile.MarkerPath(path)); err == nil {
+		// Killed while a new file was built without fsync: it may be torn
+		// after a power loss, so nothing may read it, and the next writable
+		// open discards it.
+		if r.minRV > 0 {
+			t.Fatalf("a file synced to RV %d before the child ran has the marker %s", r.minRV, cachefile.MarkerPath(path))
+		}
+		db, err := cachefile.Open(path, cachefile.Options{ReadOnly: true, LockTimeout: time.Second})
+		if err == nil {
+			_ = db.Close()
+		}
+		if !errors.Is(err, cachefile.ErrNotDurable) {
+			t.Fatalf("a read-only open of a file killed in its unsynced build: %v, want ErrNotDurable", err)
+		}
+		return 0, false
+	}
 	for _, p := range cachefile.Check(path, cachefile.CheckOptions{}, time.Second) {
 		t.Errorf("after the kill: %s", p)
 	}
@@ -337,5 +361,39 @@ func resume(t *testing.T, path string, h *testutil.History, crashRV int64) {
 		if _, ok, _ := inf.GetStore().GetByKey(key); ok {
 			t.Fatalf("%s was deleted after RV %d and is still stored", key, crashRV)
 		}
+	}
+}
+
+// TestFailpointUnsyncedBuild kills an informer process while it makes its
+// new file durable at its first sync (before the fsync, and between the
+// fsync and the marker's removal). The child never reported HasSynced; the
+// file it left keeps its marker, so nothing reads it (ErrNotDurable); the
+// next start discards it, relists, and converges to the history's end with
+// no object of the discarded file left over.
+func TestFailpointUnsyncedBuild(t *testing.T) {
+	h := history()
+	for _, tc := range []struct{ name, fp string }{
+		{name: "before the fsync", fp: "cachefile.beforeDurable@1"},
+		{name: "before the marker is removed", fp: "cachefile.beforeRemoveMarker@1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "cache.db")
+			child := testutil.StartChild(t, "informer", failpoint.Env+"="+tc.fp, "FP_DB="+path, "FP_HEAD=0", "FP_EXPIRE=0")
+			child.WaitKilled(killWithin)
+			if child.Count(syncedLine) != 0 {
+				t.Fatal("the child reported HasSynced before its new file was durable")
+			}
+			if _, err := os.Lstat(cachefile.MarkerPath(path)); err != nil {
+				t.Fatalf("killed in MakeDurable, the marker is gone: %v", err)
+			}
+			stored, seen := reported(child.Lines())
+			if rv, _ := checkCrashed(t, path, h, crashReport{stored: stored, seen: seen}); rv != 0 {
+				t.Fatalf("a file killed in its unsynced build reads as at RV %d", rv)
+			}
+			resume(t, path, h, 0)
+			if _, err := os.Lstat(cachefile.MarkerPath(path)); err == nil {
+				t.Fatal("the marker survived the rebuild")
+			}
+		})
 	}
 }

@@ -1,0 +1,211 @@
+package cachefile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/boltinformer/boltinformer/internal/failpoint"
+)
+
+// A new file is built without fsync until its first informer has synced
+// (Options.Unsynced): the commits of a cold LIST then cost CPU, not disk
+// flushes. Such a file is not durable: a power loss can leave it torn. The
+// marker file PATH.unsynced, created and fsynced before the cache file
+// exists, says so on disk; MakeDurable (or a clean Close) fsyncs the cache
+// file and only then removes the marker. A writable Open that finds the
+// marker beside an existing file discards that file and starts it again
+// (a cold start, one LIST); every other open refuses it (ErrNotDurable).
+
+// UnsyncedSuffix is appended to a cache file's path to name its marker.
+const UnsyncedSuffix = ".unsynced"
+
+// MarkerPath returns the path of the marker of the cache file at path.
+func MarkerPath(path string) string { return path + UnsyncedSuffix }
+
+// unsyncedMarker reports whether the marker of path exists.
+func unsyncedMarker(path string) (bool, error) {
+	_, err := os.Lstat(MarkerPath(path))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	}
+	return false, fmt.Errorf("look for marker %s: %w", MarkerPath(path), err)
+}
+
+// notDurableError is the error for a file whose marker says it may be torn.
+func notDurableError(path string) error {
+	return fmt.Errorf("open %s: %w: marker %s exists, the file was being built without fsync when its writer stopped (a writable open discards it and rebuilds it with a LIST)", path, ErrNotDurable, MarkerPath(path))
+}
+
+// prepareUnsynced runs before a writable Open maps the file. A marker left
+// by an unsynced build that did not finish discards what it guarded (the
+// file is emptied under its exclusive lock) and is removed. Then, when
+// want is set and there is no file yet (or an empty one: nothing in it to
+// lose), it creates and fsyncs the marker and the directory, and reports
+// that this open builds the file unsynced.
+func prepareUnsynced(path string, want bool, timeout time.Duration, logger logr.Logger) (unsynced bool, err error) {
+	marked, err := unsyncedMarker(path)
+	if err != nil {
+		return false, err
+	}
+	if marked {
+		if err := discardUnsynced(path, timeout, logger); err != nil {
+			return false, err
+		}
+	}
+	if !want {
+		return false, nil
+	}
+	fi, err := os.Lstat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return false, fmt.Errorf("open cache file %s: %w", path, err)
+	case !fi.Mode().IsRegular() || fi.Size() != 0:
+		// A file with data, or a symlink whose target's marker would not
+		// sit beside it: built (or kept) durable.
+		return false, nil
+	}
+	if err := writeMarker(path); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// writeMarker creates the marker of path, holding the file's base name,
+// and makes it and its directory entry durable.
+func writeMarker(path string) error {
+	m := MarkerPath(path)
+	f, err := os.OpenFile(m, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("create marker %s: %w", m, err)
+	}
+	_, werr := f.WriteString(filepath.Base(path) + "\n")
+	serr := f.Sync()
+	cerr := f.Close()
+	if err := errors.Join(werr, serr, cerr); err != nil {
+		return fmt.Errorf("create marker %s: %w", m, err)
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// RemoveMarker removes the marker of path and makes that durable. Besides
+// MakeDurable, it is for a tool that put a durable file in place of one
+// whose unsynced build had stopped (snapshot restore).
+func RemoveMarker(path string) error {
+	if err := os.Remove(MarkerPath(path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove marker %s: %w", MarkerPath(path), err)
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// discardUnsynced handles a marker found before a writable open. Without
+// a cache file it only removes the marker. With one, it takes the file's
+// exclusive lock (a writer still building it holds that lock: ErrLocked
+// after timeout), checks again that the marker is there and names this
+// very file, empties the file (it keeps its inode, so another process
+// waiting for the lock opens the same file) and fsyncs it, logs which file
+// was discarded, and removes the marker. A file without a marker is never
+// touched here.
+func discardUnsynced(path string, timeout time.Duration, logger logr.Logger) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		logger.Info("Removing a cache file marker without its file", "marker", MarkerPath(path), "path", path)
+		return RemoveMarker(path)
+	}
+	if err != nil {
+		return fmt.Errorf("open cache file %s: %w", path, err)
+	}
+	defer f.Close()
+	if err := flockExclusive(f, path, timeout); err != nil {
+		return err
+	}
+	// Under the lock: the writer that made the marker may have made the
+	// file durable and removed it while this process waited.
+	marked, err := unsyncedMarker(path)
+	if err != nil || !marked {
+		return err
+	}
+	if err := markerNames(path, f); err != nil {
+		return err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("stat %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err != nil {
+		return fmt.Errorf("discard %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("discard %s: %w", path, err)
+	}
+	logger.Error(ErrNotDurable, "Discarded a cache file that was being built without fsync when its writer stopped (it may be torn); starting it again from a full LIST",
+		"path", path, "marker", MarkerPath(path), "discardedBytes", fi.Size())
+	return RemoveMarker(path)
+}
+
+// markerNames checks that the marker of path names the file f holds: the
+// base name it records, looked up in the marker's directory, is f's file.
+func markerNames(path string, f *os.File) error {
+	m := MarkerPath(path)
+	b, err := os.ReadFile(m)
+	if err != nil {
+		return fmt.Errorf("read marker %s: %w", m, err)
+	}
+	name := strings.TrimSpace(string(b))
+	named, nerr := os.Stat(filepath.Join(filepath.Dir(m), name))
+	held, herr := f.Stat()
+	if name == "" || strings.ContainsRune(name, filepath.Separator) || nerr != nil || herr != nil || !os.SameFile(named, held) {
+		return fmt.Errorf("open %s: %w: marker %s names %q, not this file; remove the marker by hand if the file is to be kept, or the file if not", path, ErrNotDurable, m, name)
+	}
+	return nil
+}
+
+// Unsynced reports whether the file is still being built without fsync
+// (Options.Unsynced on a new file, before MakeDurable).
+func (db *DB) Unsynced() bool { return db.unsynced.Load() }
+
+// MakeDurable ends an unsynced build: it fsyncs the file (everything
+// committed so far), removes the marker and fsyncs the directory, and
+// turns fsync on for the commits that follow. It runs in the commit loop,
+// between transactions. It does nothing on a durable DB, and may be called
+// again after an error. While it fails the DB stays unsynced.
+func (db *DB) MakeDurable() error {
+	if !db.unsynced.Load() {
+		return nil
+	}
+	res := make(chan error, 1)
+	select {
+	case db.durable <- res:
+	case <-db.closed:
+		return ErrClosed
+	}
+	return <-res
+}
+
+// makeDurable is MakeDurable in the commit loop (or in Close, after it).
+func (db *DB) makeDurable() error {
+	if !db.unsynced.Load() {
+		return nil
+	}
+	failpoint.Inject("cachefile.beforeDurable")
+	if err := db.bolt.Sync(); err != nil {
+		return fmt.Errorf("make %s durable: %w", db.path, err)
+	}
+	failpoint.Inject("cachefile.beforeRemoveMarker")
+	if err := RemoveMarker(db.path); err != nil {
+		return fmt.Errorf("make %s durable: %w", db.path, err)
+	}
+	db.bolt.NoSync = db.opts.NoSync
+	db.unsynced.Store(false)
+	return nil
+}
