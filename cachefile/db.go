@@ -113,9 +113,9 @@ func Open(path string, opts Options) (*DB, error) {
 		markerChecked:   !opts.ReadOnly,
 	})
 	if err != nil {
-		if unsynced {
-			err = errors.Join(err, RemoveMarker(path))
-		}
+		// The marker stays: the file may be another writer's that is being
+		// built unsynced (ErrLocked), and a stray marker only discards a
+		// file that has nothing durable in it.
 		return nil, err
 	}
 	db := &DB{
@@ -129,6 +129,15 @@ func Open(path string, opts Options) (*DB, error) {
 		closed:   make(chan struct{}),
 	}
 	db.unsynced.Store(unsynced)
+	if unsynced {
+		// Under the lock now: another Open that found the marker before
+		// this file existed removed it as stray; put it back before the
+		// first unsynced commit.
+		if err := ensureMarker(path); err != nil {
+			_ = b.Close()
+			return nil, err
+		}
+	}
 	created, err := db.checkSchema()
 	if err == nil && !opts.ReadOnly && !created {
 		// Another process wrote the file between prepareUnsynced and the

@@ -98,6 +98,15 @@ func writeMarker(path string) error {
 	return SyncDir(filepath.Dir(path))
 }
 
+// ensureMarker writes the marker of path again if it is gone.
+func ensureMarker(path string) error {
+	marked, err := unsyncedMarker(path)
+	if err != nil || marked {
+		return err
+	}
+	return writeMarker(path)
+}
+
 // RemoveMarker removes the marker of path and makes that durable. Besides
 // MakeDurable, it is for a tool that put a durable file in place of one
 // whose unsynced build had stopped (snapshot restore).
