@@ -18,8 +18,9 @@ import (
 )
 
 // WriterVersion is recorded in the meta bucket by every process that opens
-// a file for writing.
-var WriterVersion = "boltinformer/v2"
+// a file for writing: it names the schema this build writes, so that a file
+// says which build last wrote it.
+var WriterVersion = "boltinformer/v" + strconv.FormatUint(Version, 10)
 
 // DefaultLockTimeout is how long Open waits for another process's lock.
 const DefaultLockTimeout = 5 * time.Second

@@ -56,9 +56,23 @@ type Server struct {
 // NewServer listens on socketPath and serves db and the given stores of
 // it until Close. A stale socket file (nobody accepting) is replaced; a
 // socket that answers (the error names the process that holds it), or a
-// path that is not a socket, is refused. On Linux, connections from any
-// other uid than this process's or root's are closed unanswered
-// (SO_PEERCRED), in addition to the socket's mode 0600.
+// path that is not a socket, is refused with ErrSocketInUse. On Linux,
+// connections from any other uid than this process's or root's are closed
+// unanswered (SO_PEERCRED), in addition to the socket's mode 0600.
+//
+// A process that keeps a cache file open for writing holds its lock, so
+// cachectl cannot open the file; the process serves it instead:
+//
+//	srv, err := admin.NewServer(socketPath, db, podStore, cmStore) // listens now
+//	srv.AddStore(laterStore)  // stores may be added while serving
+//	srv.RemoveStore(name)     // before closing a store
+//	err = srv.Close()         // ends in-flight streams, waits, removes the socket
+//
+// Only registered stores can be queried: opening a store of a writable DB
+// would rewrite its index list, so the server reads through the owner's own
+// Stores (their IndexFuncs and hot caches). Other stores of the file are
+// listed by info with served false. A DB opened read-only serves every
+// store. The server never writes to the DB.
 func NewServer(socketPath string, db *cachefile.DB, stores ...*boltstore.Store) (*Server, error) {
 	ul, fi, err := listen(socketPath)
 	if err != nil {

@@ -6,6 +6,38 @@ import (
 	"net/http"
 )
 
+// The protocol: HTTP/1.1 over the unix socket, GET only.
+//
+//	/v1/info                       Info as JSON.
+//	/v1/stores/{store}/objects     the store's objects as JSON lines.
+//	    ?namespace=NS&name=NAME&labelSelector=SEL&fieldSelector=SEL
+//	    &index=NAME%3DVALUE&metadataOnly=true&showSecrets=true
+//	/v1/stores/{store}/records     raw records as JSON lines {"record":{"key","value"(base64)}};
+//	    ?showSecrets=true is required for a Secret store.
+//	/v1/stores/{store}/watch       the objects' changes as JSON lines {"event":{"type","object"}}:
+//	    ADDED per selected object, one SYNCED, then ADDED, MODIFIED, DELETED as
+//	    commits change them (found by polling the store's resourceVersion and
+//	    comparing record hashes: no object is held); same query parameters as
+//	    objects, except index; it ends only when the client leaves or the
+//	    server closes.
+//	/v1/snapshot                   a snapshot in package snapshot's format: header,
+//	    the file from one bbolt read transaction (tx.WriteTo), SHA-256 trailer;
+//	    chunked, cut (not terminated) if the copy fails midway.
+//
+// {store} is the path-escaped store name. A stream is JSON lines of
+// {"object":…} or {"record":…}, ended by {"end":{"count":N}} or, if the
+// walk failed midway, {"error":{"reason","message"}}; a stream without
+// either was cut. An error before streaming is answered with a status
+// (400 BadQuery, 403 SecretsHidden, 404 StoreNotFound / StoreNotServed,
+// 422 UnknownType, 503 ServerClosed, 500 otherwise) and the same error
+// object as body. The Client maps reasons back to this package's sentinel
+// errors.
+//
+// Reads of objects and records use short read transactions (a chunk at a
+// time), so they never block the owner's writer; they are therefore not one
+// snapshot. /v1/snapshot is one snapshot, and holds one read transaction for
+// as long as the copy takes.
+
 // API paths. Store names are path-escaped into {store}.
 const (
 	pathInfo     = "/v1/info"
