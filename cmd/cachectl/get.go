@@ -248,15 +248,11 @@ type fetched struct {
 }
 
 func (o *getOptions) run(ctx context.Context, e *env) error {
-	r, err := o.source.open(ctx)
+	r, info, err := o.source.openInfo(ctx)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	info, err := r.Info(ctx)
-	if err != nil {
-		return err
-	}
 	resolver := newResolver(info)
 	if o.watching() {
 		res, err := resolver.resolve(o.requests[0].resource, o.store)

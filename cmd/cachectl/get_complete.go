@@ -88,13 +88,8 @@ func (o *getOptions) completeOpen(ctx context.Context) (admin.Reader, *admin.Inf
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	r, err := o.source.open(ctx)
+	r, info, err := o.source.openInfo(ctx)
 	if err != nil {
-		return nil, nil
-	}
-	info, err := r.Info(ctx)
-	if err != nil {
-		r.Close()
 		return nil, nil
 	}
 	return r, info

@@ -236,15 +236,22 @@ func (l *Local) List(ctx context.Context, q Query, fn func(*unstructured.Unstruc
 	return run(fn)
 }
 
+// compile reads the metadata of the store q names and compiles q for its
+// type.
+func (l *Local) compile(ctx context.Context, q Query) (storeMeta, *compiledQuery, error) {
+	si, err := l.storeMeta(ctx, q.Store)
+	if err != nil {
+		return si, nil, err
+	}
+	cq, err := q.compile(si.identity)
+	return si, cq, err
+}
+
 // prepareList checks q against the store (which must exist, be readable
 // and have the index q names) and returns the walk, so a server can
 // answer a bad query with an error status before it streams.
 func (l *Local) prepareList(ctx context.Context, q Query) (func(fn func(*unstructured.Unstructured) error) error, error) {
-	si, err := l.storeMeta(ctx, q.Store)
-	if err != nil {
-		return nil, err
-	}
-	cq, err := q.compile(si.identity)
+	si, cq, err := l.compile(ctx, q)
 	if err != nil {
 		return nil, err
 	}
