@@ -120,18 +120,9 @@ func plan(path string, opts Options, steps []step, current uint64) (Report, erro
 		return rep, err
 	}
 	defer db.Close()
-	from, initialised, err := schemaVersion(db)
-	if err != nil {
-		return rep, fmt.Errorf("plan %s: %w", path, err)
-	}
-	if !initialised {
-		rep.Empty = true
-		return rep, nil
-	}
-	rep.From, rep.To = from, from
-	ps, err := planSteps(steps, current, from, opts.target(current))
-	if err != nil {
-		return rep, fmt.Errorf("plan %s: %w", path, err)
+	ps, err := planFile(db, &rep, steps, current, opts.target(current), "plan", path)
+	if err != nil || rep.Empty {
+		return rep, err
 	}
 	for _, p := range ps {
 		rep.Steps = append(rep.Steps, p.StepInfo)
@@ -139,15 +130,35 @@ func plan(path string, opts Options, steps []step, current uint64) (Report, erro
 	}
 	if len(ps) > 0 {
 		// A dry run also says whether the steps can read the file.
-		err := db.View(func(tx *bolt.Tx) error { return checkFile(tx, from) })
+		err := db.View(func(tx *bolt.Tx) error { return checkFile(tx, rep.From) })
 		if err != nil && !errors.Is(err, ErrLayout) {
 			err = fmt.Errorf("%w: %w", ErrLayout, err)
 		}
 		if err != nil {
-			return rep, fmt.Errorf("plan %s: schema v%d: %w", path, from, err)
+			return rep, fmt.Errorf("plan %s: schema v%d: %w", path, rep.From, err)
 		}
 	}
 	return rep, nil
+}
+
+// planFile reads db's schema version into rep (From and To; Empty, with no
+// steps, for a file never initialised) and plans the steps from it to
+// target. op and path name the run in errors.
+func planFile(db *bolt.DB, rep *Report, steps []step, current, target uint64, op, path string) ([]plannedStep, error) {
+	from, initialised, err := schemaVersion(db)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", op, path, err)
+	}
+	if !initialised {
+		rep.Empty = true
+		return nil, nil
+	}
+	rep.From, rep.To = from, from
+	ps, err := planSteps(steps, current, from, target)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", op, path, err)
+	}
+	return ps, nil
 }
 
 // Migrate brings the file at path to opts.Target (cachefile.Version by
@@ -189,18 +200,9 @@ func migrate(path string, opts Options, steps []step, current uint64) (rep Repor
 			_ = db.Close()
 		}
 	}()
-	from, initialised, err := schemaVersion(db)
-	if err != nil {
-		return rep, fmt.Errorf("migrate %s: %w", path, err)
-	}
-	if !initialised {
-		rep.Empty = true
-		return rep, nil
-	}
-	rep.From, rep.To = from, from
-	ps, err := planSteps(steps, current, from, opts.target(current))
-	if err != nil {
-		return rep, fmt.Errorf("migrate %s: %w", path, err)
+	ps, err := planFile(db, &rep, steps, current, opts.target(current), "migrate", path)
+	if err != nil || rep.Empty {
+		return rep, err
 	}
 	// Leftovers of a crashed run; the lock says no run is in progress.
 	for _, f := range []string{path + tmpSuffix, path + scratchSuffix} {

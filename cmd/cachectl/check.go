@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -104,6 +105,19 @@ func (r *checkReport) add(p string) bool {
 
 func (r *checkReport) full() bool { return len(r.problems) >= r.max }
 
+// print ends a check's output: OK with the time it took, or the problems,
+// one a line.
+func (r *checkReport) print(out io.Writer, took time.Duration) {
+	if len(r.problems) == 0 {
+		fmt.Fprintf(out, "OK (%s)\n", took.Round(1e6))
+		return
+	}
+	fmt.Fprintf(out, "%d problem(s):\n", len(r.problems))
+	for _, p := range r.problems {
+		fmt.Fprintf(out, "  %s\n", p)
+	}
+}
+
 func (o *checkOptions) run(ctx context.Context, e *env) error {
 	if o.source.socket != "" {
 		return o.runSocket(ctx, e)
@@ -135,13 +149,9 @@ func (o *checkOptions) runOlder(e *env) error {
 	}
 	fmt.Fprintf(out, "%s: an older schema than this build's v%d (objects are decoded after: cachectl migrate --db %s)\n", o.source.db, cachefile.Version, o.source.db)
 	fmt.Fprintf(out, "  pages, freelist, records, index entries, resource versions: %s\n", verdict(len(rep.problems)))
+	rep.print(out, e.now().Sub(start))
 	if len(rep.problems) == 0 {
-		fmt.Fprintf(out, "OK (%s)\n", e.now().Sub(start).Round(1e6))
 		return nil
-	}
-	fmt.Fprintf(out, "%d problem(s):\n", len(rep.problems))
-	for _, p := range rep.problems {
-		fmt.Fprintf(out, "  %s\n", p)
 	}
 	return newError(errCheckFailed, "check found %d problem(s) in %s, first: %s", len(rep.problems), o.source.db, rep.problems[0])
 }
@@ -150,15 +160,11 @@ func (o *checkOptions) runOlder(e *env) error {
 // (a consistent copy), restores it into a temporary directory and checks
 // the restored file.
 func (o *checkOptions) runSocket(ctx context.Context, e *env) error {
-	r, err := o.source.open(ctx)
+	r, info, err := o.source.openInfo(ctx)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	info, err := r.Info(ctx)
-	if err != nil {
-		return err
-	}
 	dir, err := os.MkdirTemp("", "cachectl-check-")
 	if err != nil {
 		return err
@@ -243,13 +249,9 @@ func checkDB(ctx context.Context, e *env, l *admin.Local, path string, maxProble
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	rep.print(out, e.now().Sub(start))
 	if len(rep.problems) == 0 {
-		fmt.Fprintf(out, "OK (%s)\n", e.now().Sub(start).Round(1e6))
 		return nil
-	}
-	fmt.Fprintf(out, "%d problem(s):\n", len(rep.problems))
-	for _, p := range rep.problems {
-		fmt.Fprintf(out, "  %s\n", p)
 	}
 	more := ""
 	if rep.full() {

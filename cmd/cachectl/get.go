@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"sort"
 	"strings"
 	"time"
 
@@ -250,15 +248,11 @@ type fetched struct {
 }
 
 func (o *getOptions) run(ctx context.Context, e *env) error {
-	r, err := o.source.open(ctx)
+	r, info, err := o.source.openInfo(ctx)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	info, err := r.Info(ctx)
-	if err != nil {
-		return err
-	}
 	resolver := newResolver(info)
 	if o.watching() {
 		res, err := resolver.resolve(o.requests[0].resource, o.store)
@@ -354,164 +348,4 @@ func (o *getOptions) namespaceFor(res resource) string {
 		return res.store.Identity.Namespace
 	}
 	return "default"
-}
-
-func (o *getOptions) print(e *env, results []fetched) error {
-	out := e.streams.Out
-	var all []*unstructured.Unstructured
-	for _, f := range results {
-		all = append(all, f.items...)
-	}
-	named := false
-	for _, r := range o.requests {
-		named = named || len(r.names) > 0
-	}
-	if named && len(all) == 0 {
-		return nil // only the not-found error (or nothing with --ignore-not-found), as kubectl
-	}
-	if o.printer != nil {
-		single := len(o.requests) == 1 && len(o.requests[0].names) == 1 && len(all) == 1
-		if single {
-			return o.printer.PrintObj(all[0], out)
-		}
-		return o.printer.PrintObj(listOf(all), out)
-	}
-	printed := false
-	for _, f := range results {
-		if len(f.items) == 0 {
-			continue
-		}
-		if printed {
-			fmt.Fprintln(out)
-		}
-		printed = true
-		t, err := buildTable(f.items, tableOptions{gk: f.res.gvk.GroupKind(), now: e.now()})
-		if err != nil {
-			return err
-		}
-		if err := o.tablePrinter(f.res, f.namespace == "", len(results) > 1).PrintObj(t, out); err != nil {
-			return err
-		}
-	}
-	if !printed && !o.ignoreNotFound {
-		o.printNothingFound(e.streams.ErrOut, results)
-	}
-	return nil
-}
-
-// tablePrinter prints tables of res with get's options (allNamespaces:
-// the rows come from every namespace).
-func (o *getOptions) tablePrinter(res resource, allNamespaces, withKind bool) printers.ResourcePrinter {
-	return printers.NewTablePrinter(printers.PrintOptions{
-		NoHeaders:     o.noHeaders,
-		WithNamespace: res.namespaced && allNamespaces,
-		WithKind:      withKind || o.showKind,
-		Kind:          res.gvk.GroupKind(),
-		Wide:          o.output == "wide",
-		ShowLabels:    o.showLabels,
-		ColumnLabels:  o.labelColumns,
-	})
-}
-
-// printNothingFound says so on stderr, as kubectl does.
-func (o *getOptions) printNothingFound(w io.Writer, results []fetched) {
-	ns := ""
-	for _, f := range results {
-		if f.namespace != "" {
-			ns = f.namespace
-		}
-	}
-	if ns != "" {
-		fmt.Fprintf(w, "No resources found in %s namespace.\n", ns)
-		return
-	}
-	fmt.Fprintln(w, "No resources found")
-}
-
-// completeResources lists the resource names of the file for shell completion.
-func (o *getOptions) completeResources(ctx context.Context) []string {
-	if info := o.completeInfo(ctx); info != nil {
-		return newResolver(info).resourceNames()
-	}
-	return nil
-}
-
-// completeNamespaces lists the namespaces of the file's objects and the
-// namespaces stores are scoped to, for shell completion.
-func (o *getOptions) completeNamespaces(ctx context.Context) []string {
-	info := o.completeInfo(ctx)
-	if info == nil {
-		return nil
-	}
-	set := map[string]bool{}
-	for _, s := range info.Stores {
-		for _, ns := range s.Namespaces {
-			set[ns] = true
-		}
-		if s.Identity != nil && s.Identity.Namespace != "" {
-			set[s.Identity.Namespace] = true
-		}
-	}
-	out := make([]string, 0, len(set))
-	for ns := range set {
-		out = append(out, ns)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// completeNames lists the names of the objects of resource in the
-// namespace get would read (-n, -A, or the default), for shell completion.
-func (o *getOptions) completeNames(ctx context.Context, resourceArg string) []string {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	r, info := o.completeOpen(ctx)
-	if r == nil {
-		return nil
-	}
-	defer r.Close()
-	res, err := newResolver(info).resolve(resourceArg, o.store)
-	if err != nil {
-		return nil
-	}
-	var names []string
-	q := admin.Query{Store: res.store.Name, Namespace: o.namespaceFor(res), LabelSelector: o.labelSelector, MetadataOnly: true}
-	_ = r.List(ctx, q, func(u *unstructured.Unstructured) error {
-		names = append(names, u.GetName())
-		return nil
-	})
-	sort.Strings(names)
-	return names
-}
-
-// completeInfo reads the file's info for completion (nil on any error).
-func (o *getOptions) completeInfo(ctx context.Context) *admin.Info {
-	r, info := o.completeOpen(ctx)
-	if r == nil {
-		return nil
-	}
-	r.Close()
-	return info
-}
-
-// completeOpen opens the --db or --socket source and reads its info for
-// completion; it returns a nil reader on any error (completion says nothing).
-func (o *getOptions) completeOpen(ctx context.Context) (admin.Reader, *admin.Info) {
-	if o.source.db == "" && o.source.socket == "" {
-		return nil, nil
-	}
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	r, err := o.source.open(ctx)
-	if err != nil {
-		return nil, nil
-	}
-	info, err := r.Info(ctx)
-	if err != nil {
-		r.Close()
-		return nil, nil
-	}
-	return r, info
 }

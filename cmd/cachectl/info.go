@@ -67,15 +67,11 @@ with their number of distinct values.`,
 }
 
 func (o *infoOptions) run(ctx context.Context, e *env) error {
-	r, err := o.source.open(ctx)
+	r, info, err := o.source.openInfo(ctx)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	info, err := r.Info(ctx)
-	if err != nil {
-		return err
-	}
 	out := e.streams.Out
 	switch o.output {
 	case "json":

@@ -143,10 +143,7 @@ func (p *progress) clear() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.stopped && p.drawn > 0 {
-		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", p.drawn))
-		p.drawn = 0
-	}
+	p.eraseLocked()
 }
 
 // finish erases the line.
@@ -156,10 +153,17 @@ func (p *progress) finish() {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.eraseLocked()
+	p.stopped = true
+}
+
+// eraseLocked blanks the drawn line, unless finish has run; the caller
+// holds p.mu.
+func (p *progress) eraseLocked() {
 	if !p.stopped && p.drawn > 0 {
 		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", p.drawn))
+		p.drawn = 0
 	}
-	p.stopped = true
 }
 
 // humanBytes formats n in binary units.

@@ -67,6 +67,21 @@ func (o *sourceOptions) open(ctx context.Context) (admin.Reader, error) {
 	return o.openFile()
 }
 
+// openInfo opens the chosen source and reads its info; on an error the
+// reader is closed.
+func (o *sourceOptions) openInfo(ctx context.Context) (admin.Reader, *admin.Info, error) {
+	r, err := o.open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := r.Info(ctx)
+	if err != nil {
+		r.Close()
+		return nil, nil, err
+	}
+	return r, info, nil
+}
+
 // openFile opens the file read-only for commands that need the DB itself.
 func (o *sourceOptions) openFile() (*admin.Local, error) {
 	keys, err := o.keys()

@@ -64,11 +64,7 @@ func (l *Local) prepareWatch(ctx context.Context, q Query, interval time.Duratio
 	if q.Index != "" {
 		return nil, fmt.Errorf("%w: a watch cannot read through an index", ErrBadQuery)
 	}
-	si, err := l.storeMeta(ctx, q.Store)
-	if err != nil {
-		return nil, err
-	}
-	cq, err := q.compile(si.identity)
+	si, cq, err := l.compile(ctx, q)
 	if err != nil {
 		return nil, err
 	}

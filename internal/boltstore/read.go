@@ -188,46 +188,32 @@ func (s *Store) ForEach(fn func(obj interface{}) error) error {
 
 // ForEachKey calls fn for every key in order, without decoding.
 func (s *Store) ForEachKey(fn func(key string) error) error {
-	var after []byte
-	for {
-		var keys []string
-		err := s.view(func(b *cachefile.Buckets) error {
-			c := b.Objects.Cursor()
-			k, _ := seekAfter(c, after)
-			for ; k != nil && len(keys) < 4*streamChunk; k, _ = c.Next() {
-				keys = append(keys, string(k))
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, k := range keys {
-			if err := fn(k); err != nil {
-				return err
-			}
-		}
-		if len(keys) < 4*streamChunk {
-			return nil
-		}
-		after = []byte(keys[len(keys)-1])
-	}
+	return walkObjects(s, nil, 4*streamChunk, func(k, _ []byte) (string, error) { return string(k), nil }, fn)
 }
 
 // forEachAfter walks the objects with keys greater than after (all when nil).
 func (s *Store) forEachAfter(after []byte, fn func(obj interface{}) error) error {
+	return walkObjects(s, after, streamChunk, func(k, v []byte) (interface{}, error) {
+		obj, _, err := s.decodeBytes(unsafeString(k), v)
+		return obj, err
+	}, fn)
+}
+
+// walkObjects walks the records with keys greater than after (all when
+// nil), chunk records per read transaction: read turns a record into an
+// item inside the transaction, fn gets the chunk's items after it.
+func walkObjects[T any](s *Store, after []byte, chunk int, read func(k, v []byte) (T, error), fn func(T) error) error {
 	for {
-		var objs []interface{}
+		var items []T
 		var last []byte
 		err := s.view(func(b *cachefile.Buckets) error {
 			c := b.Objects.Cursor()
-			k, v := seekAfter(c, after)
-			for ; k != nil && len(objs) < streamChunk; k, v = c.Next() {
-				obj, _, err := s.decodeBytes(unsafeString(k), v)
+			for k, v := seekAfter(c, after); k != nil && len(items) < chunk; k, v = c.Next() {
+				item, err := read(k, v)
 				if err != nil {
 					return err
 				}
-				objs = append(objs, obj)
+				items = append(items, item)
 				last = append(last[:0], k...)
 			}
 			return nil
@@ -235,12 +221,12 @@ func (s *Store) forEachAfter(after []byte, fn func(obj interface{}) error) error
 		if err != nil {
 			return err
 		}
-		for _, o := range objs {
-			if err := fn(o); err != nil {
+		for _, it := range items {
+			if err := fn(it); err != nil {
 				return err
 			}
 		}
-		if len(objs) < streamChunk {
+		if len(items) < chunk {
 			return nil
 		}
 		after = last
