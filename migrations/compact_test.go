@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -111,10 +112,18 @@ func TestCompactToAnotherFile(t *testing.T) {
 	if b, _ := os.ReadFile(dst); string(b) != "precious" {
 		t.Fatal("refused compaction touched the destination")
 	}
+	// The destination was a file killed in its unsynced build: the forced
+	// compaction replaces it and its marker, so the next open keeps the new file.
+	if err := os.WriteFile(cachefile.MarkerPath(dst), []byte(filepath.Base(dst)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	o := compactOpts()
 	o.Force = true
 	if _, err := migrations.Compact(src, dst, o); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := os.Stat(cachefile.MarkerPath(dst)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the replaced file's marker is still there (%v)", err)
 	}
 	if d := migrationstest.DiffDumps(content, migrationstest.Dump(t, dst)); d != "" {
 		t.Fatalf("forced compaction wrote other content:\n%s", d)

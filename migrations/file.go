@@ -93,10 +93,14 @@ func commitWork(work *bolt.DB, path string, noSync bool) error {
 		return fmt.Errorf("rename %s to %s: %w", tmp, path, err)
 	}
 	failpoint.Inject("migrations.afterRename") // renamed, directory not yet synced
-	if noSync {
-		return nil
+	if !noSync {
+		if err := cachefile.SyncDir(filepath.Dir(path)); err != nil {
+			return err
+		}
 	}
-	return cachefile.SyncDir(filepath.Dir(path))
+	// A marker of an unsynced build killed at path belongs to the file just
+	// replaced: left there, it would make the next open discard this one.
+	return cachefile.RemoveMarker(path)
 }
 
 func removeIfExists(path string) error {
