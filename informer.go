@@ -228,6 +228,7 @@ func (inf *Informer) markSynced() {
 	}
 	inf.syncedOnce.Do(func() { close(inf.synced) })
 }
+
 func (inf *Informer) isRunning() bool {
 	inf.startedMu.Lock()
 	defer inf.startedMu.Unlock()
