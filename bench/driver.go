@@ -46,8 +46,9 @@ type Config struct {
 	// StormJitter spreads the agents' restarts: each starts after a random
 	// delay below it (default 0: all restart at once, the storm the
 	// targets are set for; a rolling DaemonSet update is spread wider).
-	// StormTimeout bounds each agent of the storm (default 3 min); an agent
-	// that has not synced by then counts as failed.
+	// StormTimeout bounds each agent of the storm (default
+	// DefaultStormTimeout); an agent that has not synced by then counts as
+	// failed.
 	StormJitter  time.Duration
 	StormTimeout time.Duration
 	// JSON makes every client ask for JSON instead of protobuf.
@@ -110,7 +111,7 @@ func (c *Config) defaults() error {
 		return fmt.Errorf("storm jitter %v: %w", c.StormJitter, ErrBadConfig)
 	}
 	if c.StormTimeout <= 0 {
-		c.StormTimeout = 3 * time.Minute
+		c.StormTimeout = DefaultStormTimeout
 	}
 	if c.ChildTimeout <= 0 {
 		c.ChildTimeout = 10 * time.Minute

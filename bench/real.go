@@ -229,6 +229,12 @@ func waitForFile(ctx context.Context, path string, p *childProc) error {
 // a small machine's apiserver copes.
 const stormSetupWave = 10
 
+// DefaultStormTimeout bounds each storm agent. A client-go restart storm
+// is slow on a small machine: 100 agents of 1,000 Pods each took 12 min
+// on 2 cores (their WatchLists time out and start again), and an agent
+// cut off early would leave its time and bytes unmeasured.
+const DefaultStormTimeout = 15 * time.Minute
+
 // spawnOpts shape how spawnAll starts its children.
 type spawnOpts struct {
 	// jitter delays each child's start by a random time in [0, jitter),

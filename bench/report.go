@@ -313,10 +313,12 @@ func Rows(res *Results) []Row {
 			case strings.HasPrefix(name, childName("storm", "real", s.n, ImplClientGo)+"/"):
 				cgBytes += c.TrafficSync.BytesReceived
 				cgLists += c.TrafficSync.Lists + c.TrafficSync.WatchLists
-				objs = c.Objects
+				objs = max(objs, c.Objects)
 			case strings.HasPrefix(name, childName("storm", "real", s.n, ImplBolt)+"/"):
 				biBytes += c.TrafficCurrent.BytesReceived
 				biLists += c.TrafficCurrent.Lists + c.TrafficCurrent.WatchLists
+				// client-go's agents may all have failed.
+				objs = max(objs, c.Objects)
 			}
 		}
 		base := Row{Scenario: fmt.Sprintf("8 restart storm (%d agents × %d obj)", agents, objs), N: s.n, Source: srcName["real"], Ref: "client-go cold start"}

@@ -44,7 +44,7 @@ func main() {
 	flag.DurationVar(&cfg.ContainerTimeout, "container-timeout", 2*time.Minute, "a sync in a memory cgroup that takes longer counts as failing")
 	flag.IntVar(&cfg.StormObjects, "storm-objects", 1000, "Pods each storm agent caches")
 	flag.DurationVar(&cfg.StormJitter, "storm-jitter", 0, "storm agents restart within this time, each after a random delay (0: all at once, the storm the targets are set for)")
-	flag.DurationVar(&cfg.StormTimeout, "storm-timeout", 3*time.Minute, "a storm agent that has not synced by then counts as failed")
+	flag.DurationVar(&cfg.StormTimeout, "storm-timeout", bench.DefaultStormTimeout, "a storm agent that has not synced by then counts as failed")
 	flag.BoolVar(&cfg.JSON, "json", false, "clients ask for JSON instead of protobuf")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "write each child's CPU and heap profiles under this directory")
 	only := flag.String("only", "", "run only these parts, comma-separated: sync, ingest, reads, container, real")
