@@ -14,6 +14,7 @@ import (
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/failpoint"
 	"github.com/boltinformer/boltinformer/processor"
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // processLoop pops deltas in batches and applies each batch in one bbolt
@@ -35,16 +36,21 @@ func (inf *Informer) processLoop(ctx context.Context, queue *deltafifo.Queue) {
 }
 
 // handle applies one popped batch. Deltas of one kind are applied
-// together; markers (relist start and end, bookmarks, resync) alone.
+// together, relist items at most a page at a time; markers (relist start
+// and end, bookmarks, resync) alone.
 func (inf *Informer) handle(ctx context.Context, deltas []cache.Delta) error {
 	if inf.abandoned.Load() {
 		return nil
 	}
 	inf.blockDeltas.Lock()
 	defer inf.blockDeltas.Unlock()
+	page := int(inf.opts.PageSize)
+	if page <= 0 {
+		page = reflector.DefaultPageSize
+	}
 	for i := 0; i < len(deltas); {
 		j := i + 1
-		for j < len(deltas) && sameClass(deltas[i].Type, deltas[j].Type) {
+		for j < len(deltas) && sameClass(deltas[i].Type, deltas[j].Type) && !(deltas[i].Type == cache.Replaced && j-i == page) {
 			j++
 		}
 		if err := inf.handleRun(ctx, deltas[i:j]); err != nil {
