@@ -83,6 +83,9 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 	if opts.BatchSize <= 0 {
 		opts.BatchSize = DefaultBatchSize
 	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = reflector.DefaultPageSize
+	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
 	}

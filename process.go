@@ -14,7 +14,6 @@ import (
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/failpoint"
 	"github.com/boltinformer/boltinformer/processor"
-	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // processLoop pops deltas in batches and applies each batch in one bbolt
@@ -45,9 +44,6 @@ func (inf *Informer) handle(ctx context.Context, deltas []cache.Delta) error {
 	inf.blockDeltas.Lock()
 	defer inf.blockDeltas.Unlock()
 	page := int(inf.opts.PageSize)
-	if page <= 0 {
-		page = reflector.DefaultPageSize
-	}
 	for i := 0; i < len(deltas); {
 		j := i + 1
 		for j < len(deltas) && sameClass(deltas[i].Type, deltas[j].Type) && !(deltas[i].Type == cache.Replaced && j-i == page) {
