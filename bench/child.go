@@ -17,6 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer"
@@ -70,6 +71,11 @@ type Spec struct {
 	// PageSize and BatchSize override boltinformer's defaults (0: keep).
 	PageSize  int64 `json:"pageSize,omitempty"`
 	BatchSize int   `json:"batchSize,omitempty"`
+	// HTTP2 keeps client-go's default transport (HTTP/2 over TLS) for
+	// boltinformer; otherwise its client is made with
+	// boltinformer.LowMemoryRESTConfig (HTTP/1.1). client-go's always keeps
+	// the default.
+	HTTP2 bool `json:"http2,omitempty"`
 	// SkipMemory skips the steady-state measurement (storm agents).
 	SkipMemory bool `json:"skipMemory,omitempty"`
 	// RelistChange > 0 expires every watch on the fake after the steady
@@ -327,7 +333,11 @@ func runSync(ctx context.Context, spec Spec) (Result, error) {
 	res.StartedAt = start.UnixNano()
 
 	var tr Traffic
-	cs, err := spec.Target.Clientset(&tr)
+	cfg := spec.Target.RESTConfig(&tr)
+	if spec.Impl == ImplBolt && !spec.HTTP2 {
+		cfg = boltinformer.LowMemoryRESTConfig(cfg)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return res, err
 	}

@@ -134,6 +134,10 @@ func Rows(res *Results) []Row {
 		r.heapTarget(bi.Profiled)
 		add(r)
 		r.Target, r.Check = "", nil
+		if h2, ok := res.Children[childName("sync-http2", s.name, s.n, ImplBolt)]; ok {
+			r.Metric, r.Value = "peak Go heap, initial list, boltinformer over HTTP/2 (without LowMemoryRESTConfig)", float64(h2.HeapPeakSync)
+			add(r)
+		}
 		r.Metric, r.RefValue, r.Value = "peak RSS (VmHWM), initial list", float64(cg.ProcSync.VmHWM), float64(bi.ProcSync.VmHWM)
 		add(r)
 		if cg.HeapPeakRelist > 0 && bi.HeapPeakRelist > 0 {

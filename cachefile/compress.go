@@ -41,10 +41,19 @@ const MaxPayload = 64 << 20
 // CompressionNone when compression would not save an eighth of it. A
 // payload to be sealed is compressed first: sealed bytes do not compress.
 func CompressPayload(p []byte) (Compression, []byte) {
+	return CompressPayloadTo(nil, p)
+}
+
+// CompressPayloadTo is CompressPayload writing into dst's storage when it
+// is large enough (s2.MaxEncodedLen of p); the result may alias dst or p.
+func CompressPayloadTo(dst, p []byte) (Compression, []byte) {
 	if len(p) < compressMin || len(p) > MaxPayload {
 		return CompressionNone, p
 	}
-	out := s2.EncodeBetter(make([]byte, s2.MaxEncodedLen(len(p))), p)
+	if n := s2.MaxEncodedLen(len(p)); cap(dst) < n {
+		dst = make([]byte, n)
+	}
+	out := s2.EncodeBetter(dst[:cap(dst)], p)
 	if len(out) > len(p)-len(p)/8 {
 		return CompressionNone, p
 	}

@@ -66,21 +66,26 @@ func newObjectCodec(example runtime.Object) (*objectCodec, error) {
 	return c, nil
 }
 
-// encode returns the payload of obj in the store's codec. obj must be of
-// the store's type.
-func (c *objectCodec) encode(obj runtime.Object) (cachefile.Codec, []byte, error) {
+// encode returns the payload of obj in the store's codec, built in *buf
+// (grown as needed) when the codec is protobuf. obj must be of the store's
+// type.
+func (c *objectCodec) encode(obj runtime.Object, buf *[]byte) (cachefile.Codec, []byte, error) {
 	if reflect.TypeOf(obj) != c.ptr {
 		return 0, nil, fmt.Errorf("%w: store holds %s, got %T", ErrWrongType, c.name, obj)
 	}
 	switch c.id {
 	case cachefile.CodecProtobuf:
 		m := obj.(protoMessage)
-		buf := make([]byte, m.Size())
-		n, err := m.MarshalToSizedBuffer(buf)
+		size := m.Size()
+		if cap(*buf) < size {
+			*buf = make([]byte, size)
+		}
+		b := (*buf)[:size]
+		n, err := m.MarshalToSizedBuffer(b)
 		if err != nil {
 			return 0, nil, fmt.Errorf("protobuf encode %T: %w", obj, err)
 		}
-		return c.id, buf[len(buf)-n:], nil
+		return c.id, b[size-n:], nil
 	case cachefile.CodecUnstructuredJSON:
 		b, err := json.Marshal(obj.(*unstructured.Unstructured).Object)
 		if err != nil {
@@ -123,12 +128,21 @@ func (c *objectCodec) open(key string, v *cachefile.RecordView, buf *[]byte) ([]
 	return out, nil
 }
 
-// payloadBufs holds buffers for decompressed payloads: every decoder here
-// copies what it keeps, so a buffer is free again once its payload is decoded.
+// payloadBufs holds buffers for plain and compressed payloads. Every
+// decoder here copies what it keeps, and EncodeRecord copies the payload
+// into the stored bytes, so a buffer is free again once its payload is
+// decoded or its record encoded.
 var payloadBufs = sync.Pool{New: func() any { return new([]byte) }}
 
 // maxPooledPayload bounds the buffers kept in payloadBufs.
 const maxPooledPayload = 1 << 20
+
+// putPayloadBuf returns buf to payloadBufs unless it grew too large to keep.
+func putPayloadBuf(buf *[]byte) {
+	if cap(*buf) <= maxPooledPayload {
+		payloadBufs.Put(buf)
+	}
+}
 
 // decode builds a new object from a decoded record (the write and verify
 // paths, which already hold one).
@@ -150,11 +164,7 @@ func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), le
 // memory: every decoder here copies what it keeps.
 func (c *objectCodec) decodeView(key string, v *cachefile.RecordView) (runtime.Object, int, error) {
 	buf := payloadBufs.Get().(*[]byte)
-	defer func() {
-		if cap(*buf) <= maxPooledPayload {
-			payloadBufs.Put(buf)
-		}
-	}()
+	defer putPayloadBuf(buf)
 	payload, err := c.open(key, v, buf)
 	if err != nil {
 		return nil, 0, err
@@ -229,8 +239,10 @@ func setTypeMeta(obj runtime.Object, apiVersion, kind string) {
 // newRecord builds the envelope of obj stored under key, its payload
 // sealed when the store encrypts; index values are filled by the caller.
 // plainLen is the payload's length before compression and sealing, what the
-// hot cache sizes a decoded object by.
-func newRecord(c *objectCodec, key string, obj interface{}) (rec *cachefile.Record, plainLen int, err error) {
+// hot cache sizes a decoded object by. The payload may be built in *plain
+// and *packed (grown as needed): the record must be encoded before they are
+// reused.
+func newRecord(c *objectCodec, key string, obj interface{}, plain, packed *[]byte) (rec *cachefile.Record, plainLen int, err error) {
 	ro, ok := obj.(runtime.Object)
 	if !ok {
 		return nil, 0, fmt.Errorf("%w: %T is not a runtime.Object", ErrWrongType, obj)
@@ -239,13 +251,16 @@ func newRecord(c *objectCodec, key string, obj interface{}) (rec *cachefile.Reco
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %T: %v", ErrNoMetadata, obj, err)
 	}
-	id, payload, err := c.encode(ro)
+	id, payload, err := c.encode(ro, plain)
 	if err != nil {
 		return nil, 0, err
 	}
 	plainLen = len(payload)
 	// Compress before sealing: sealed bytes do not compress.
-	compression, payload := cachefile.CompressPayload(payload)
+	compression, payload := cachefile.CompressPayloadTo(*packed, payload)
+	if compression != cachefile.CompressionNone && cap(payload) > cap(*packed) {
+		*packed = payload // grown; a plain payload is *plain's storage
+	}
 	var keyID string
 	if c.seal {
 		if keyID, payload, err = c.keys.Seal(c.store, key, payload); err != nil {

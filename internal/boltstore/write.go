@@ -86,7 +86,12 @@ func (s *Store) prepareUpsertLocked(obj interface{}) (*op, error) {
 }
 
 func (s *Store) prepareUpsertKeyLocked(key string, obj interface{}) (*op, error) {
-	rec, plainLen, err := newRecord(s.codec, key, obj)
+	// The payload is built in pooled buffers and copied into enc: a batch
+	// of ops holds one copy of each object's bytes, not three.
+	plain, packed := payloadBufs.Get().(*[]byte), payloadBufs.Get().(*[]byte)
+	defer putPayloadBuf(plain)
+	defer putPayloadBuf(packed)
+	rec, plainLen, err := newRecord(s.codec, key, obj, plain, packed)
 	if err != nil {
 		return nil, fmt.Errorf("store %s key %q: %w", s.name, key, err)
 	}
@@ -101,6 +106,7 @@ func (s *Store) prepareUpsertKeyLocked(key string, obj interface{}) (*op, error)
 	if err != nil {
 		return nil, err
 	}
+	rec.Payload = nil // in plain or packed, which go back to the pool
 	return &op{key: key, rv: rec.RV, rec: rec, enc: enc, obj: obj, plainLen: plainLen}, nil
 }
 
