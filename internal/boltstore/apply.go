@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/boltinformer/boltinformer/cachefile"
@@ -233,9 +234,15 @@ func (s *Store) FinishRelist(rv string) ([]Change, error) {
 		}
 		var doomed []string
 		if seen := b.Seen(); seen != nil {
-			c := b.Objects.Cursor()
+			// Both buckets are in key order: one pass over each, where a
+			// Get per stored key would allocate a cursor for every one.
+			c, sc := b.Objects.Cursor(), seen.Cursor()
+			sk, _ := sc.First()
 			for k, _ := c.First(); k != nil; k, _ = c.Next() {
-				if seen.Get(k) == nil {
+				for sk != nil && bytes.Compare(sk, k) < 0 {
+					sk, _ = sc.Next()
+				}
+				if sk == nil || !bytes.Equal(sk, k) {
 					doomed = append(doomed, string(k))
 				}
 			}

@@ -3,9 +3,12 @@ package boltstore_test
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
@@ -94,5 +97,61 @@ func TestColdRelistKeepsNoSeenKeys(t *testing.T) {
 	}
 	if in, _, _ := s2.RelistInProgress(); in || s2.LastStoreSyncResourceVersion() != "5" || fmt.Sprint(s2.ListKeys()) != "[a/p1]" {
 		t.Fatalf("after a cold relist: marker %v, rv %q, keys %v", in, s2.LastStoreSyncResourceVersion(), s2.ListKeys())
+	}
+}
+
+// TestFinishRelistDeletesExactlyTheUnseen relists stored keys, listing a
+// random subset of them (first and last keys included or not, runs of
+// either) plus keys never stored, and checks that FinishRelist deletes
+// exactly the stored keys the list did not show.
+func TestFinishRelistDeletesExactlyTheUnseen(t *testing.T) {
+	for seed := int64(1); seed <= 5; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rnd := rand.New(rand.NewSource(seed))
+			s := boltstoretest.Open(t, "pods", podOpts())
+			var stored []interface{}
+			for i := 0; i < 300; i += 1 + rnd.Intn(3) {
+				stored = append(stored, testutil.Pod(fmt.Sprintf("ns%d", i%7), fmt.Sprintf("p%03d", i), "5"))
+			}
+			if _, err := s.Apply(upserts(stored...), "5"); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.BeginRelist("test"); err != nil {
+				t.Fatal(err)
+			}
+			var listed []interface{}
+			want := map[string]bool{}
+			for _, obj := range stored {
+				key, _ := cache.MetaNamespaceKeyFunc(obj)
+				if rnd.Intn(3) == 0 {
+					want[key] = true
+					continue
+				}
+				listed = append(listed, obj)
+			}
+			for i := 0; i < 20; i++ {
+				listed = append(listed, testutil.Pod(fmt.Sprintf("ns%d", rnd.Intn(8)), fmt.Sprintf("new%03d", rnd.Intn(400)), "6"))
+			}
+			rnd.Shuffle(len(listed), func(i, j int) { listed[i], listed[j] = listed[j], listed[i] })
+			for len(listed) > 0 {
+				n := min(len(listed), 1+rnd.Intn(40))
+				if _, err := s.ApplyListPage(upserts(listed[:n]...)); err != nil {
+					t.Fatal(err)
+				}
+				listed = listed[n:]
+			}
+			dels, err := s.FinishRelist("9")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]bool{}
+			for _, d := range dels {
+				got[d.Key] = true
+			}
+			if !maps.Equal(got, want) {
+				t.Fatalf("deleted %d keys, want the %d unlisted ones: %s", len(got), len(want), changeTypes(dels))
+			}
+			boltstoretest.Verify(t, s)
+		})
 	}
 }
