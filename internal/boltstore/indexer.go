@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"fmt"
+	goruntime "runtime"
 	"sort"
 
 	bolt "go.etcd.io/bbolt"
@@ -214,7 +215,10 @@ func (s *Store) decodeBytes(key string, v []byte) (interface{}, int64, error) {
 	return obj, estimateSize(key, n), nil
 }
 
-// List decodes every object. Prefer ForEach, which does not hold them all.
+// List decodes every object, in key order. Prefer ForEach, which does not
+// hold them all. A List of parallelListMin objects or more decodes on every
+// core: its records stay in the file's memory, within the read transaction,
+// until each is decoded.
 func (s *Store) List() []interface{} {
 	var out []interface{}
 	err := s.view(func(b *cachefile.Buckets) error {
@@ -222,16 +226,28 @@ func (s *Store) List() []interface{} {
 		if err != nil {
 			return err
 		}
-		out = make([]interface{}, 0, n)
-		return b.Objects.ForEach(func(k, v []byte) error {
-			obj, _, err := s.decodeBytes(unsafeString(k), v)
-			if err != nil {
-				utilruntime.HandleError(err)
-				return nil
-			}
-			out = append(out, obj)
+		items := make([]replayItem, 0, n)
+		err = b.Objects.ForEach(func(k, v []byte) error {
+			items = append(items, replayItem{key: unsafeString(k), raw: v})
 			return nil
 		})
+		if err != nil {
+			return err
+		}
+		workers := 1
+		if len(items) >= parallelListMin {
+			workers = goruntime.GOMAXPROCS(0)
+		}
+		s.decodeItems(items, workers)
+		out = make([]interface{}, 0, len(items))
+		for _, it := range items {
+			if it.err != nil {
+				utilruntime.HandleError(it.err)
+				continue
+			}
+			out = append(out, it.obj)
+		}
+		return nil
 	})
 	if err != nil {
 		utilruntime.HandleError(fmt.Errorf("store %s: list: %w", s.name, err))

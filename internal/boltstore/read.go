@@ -19,6 +19,10 @@ import (
 // writer that needs to grow the file's memory map).
 const streamChunk = 256
 
+// parallelListMin is the smallest List decoded on every core: below it,
+// starting the goroutines costs about what they save.
+const parallelListMin = 256
+
 // view runs fn on the store's buckets in a read transaction. A store that
 // does not exist in the file (read-only open) reads as empty.
 func (s *Store) view(fn func(b *cachefile.Buckets) error) error {

@@ -59,17 +59,25 @@ type replayItem struct {
 	err error
 }
 
-// decodeItems decodes items on up to workers goroutines, dropping each
-// item's bytes once decoded.
+// decodeItems decodes items on up to workers goroutines (on the caller's
+// when workers is 1), dropping each item's bytes once decoded.
 func (s *Store) decodeItems(items []replayItem, workers int) {
+	decode := func(it *replayItem) {
+		it.obj, _, it.err = s.decodeBytes(it.key, it.raw)
+		it.raw = nil
+	}
 	workers = min(workers, len(items))
+	if workers <= 1 {
+		for i := range items {
+			decode(&items[i])
+		}
+		return
+	}
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
 			for i := w; i < len(items); i += workers {
-				it := &items[i]
-				it.obj, _, it.err = s.decodeBytes(it.key, it.raw)
-				it.raw = nil
+				decode(&items[i])
 			}
 		})
 	}

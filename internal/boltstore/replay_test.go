@@ -1,9 +1,16 @@
 package boltstore_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
 	"github.com/boltinformer/boltinformer/cachefile"
 )
@@ -48,5 +55,51 @@ func TestReplaySkipsDamagedRecordsAndDropDamagedRepairs(t *testing.T) {
 	}
 	if err := s.Verify(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestListDecodesInKeyOrderAndSkipsDamaged: a List large enough to decode
+// on every core returns the objects in key order, reports each damaged
+// record through utilruntime.HandleError, naming its key, and leaves it
+// out; so does a small one, decoded on the caller's goroutine.
+func TestListDecodesInKeyOrderAndSkipsDamaged(t *testing.T) {
+	for _, n := range []int{3, 600} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			names := make([]string, n)
+			for i := range names {
+				names[i] = fmt.Sprintf("p%03d", i)
+			}
+			flipped, garbage := names[1], names[n-1] // flipped sorts first
+			s := damagedStore(t, names, flipped, garbage)
+
+			var mu sync.Mutex
+			var handled []string
+			saved := utilruntime.ErrorHandlers
+			utilruntime.ErrorHandlers = []utilruntime.ErrorHandler{func(_ context.Context, err error, _ string, _ ...interface{}) {
+				mu.Lock()
+				defer mu.Unlock()
+				handled = append(handled, err.Error())
+			}}
+			defer func() { utilruntime.ErrorHandlers = saved }()
+
+			got := s.List()
+			var want []string
+			for _, name := range names {
+				if name != flipped && name != garbage {
+					want = append(want, name)
+				}
+			}
+			var gotNames []string
+			for _, obj := range got {
+				gotNames = append(gotNames, obj.(metav1.Object).GetName())
+			}
+			if !slices.Equal(gotNames, want) {
+				t.Fatalf("List returned %d objects %v...; want %d in key order", len(gotNames), gotNames[:min(len(gotNames), 5)], len(want))
+			}
+			slices.Sort(handled) // the workers may report in either order
+			if len(handled) != 2 || !strings.Contains(handled[0], `"a/`+flipped+`"`) || !strings.Contains(handled[1], `"a/`+garbage+`"`) {
+				t.Fatalf("handled errors %q; want one naming a/%s, then one naming a/%s", handled, flipped, garbage)
+			}
+		})
 	}
 }
