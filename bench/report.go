@@ -214,14 +214,21 @@ func Rows(res *Results) []Row {
 		add(r)
 	}
 
-	// 5: ingest.
+	// 5: ingest, medians of the repeated runs.
 	for _, n := range ns {
-		cg, ok1 := res.Children[childName("ingest", "fake", n, ImplClientGo)]
-		bi, ok2 := res.Children[childName("ingest", "fake", n, ImplBolt)]
+		rate := func(c Result) float64 {
+			if c.Ingest == nil {
+				return 0
+			}
+			return c.Ingest.EventsPerSecond
+		}
+		cg, ok1 := medianChildBy(res, childName("ingest", "fake", n, ImplClientGo), rate)
+		bi, ok2 := medianChildBy(res, childName("ingest", "fake", n, ImplBolt), rate)
 		if !ok1 || !ok2 || cg.Ingest == nil || bi.Ingest == nil {
 			continue
 		}
-		base := Row{Scenario: "5 ingest (fsync on)", N: n, Source: "fake", Ref: "client-go (memory only)"}
+		reps := countRuns(res, childName("ingest", "fake", n, ImplBolt))
+		base := Row{Scenario: fmt.Sprintf("5 ingest (fsync on; median of %d)", reps), N: n, Source: "fake", Ref: "client-go (memory only)"}
 		r := base
 		r.Metric = fmt.Sprintf("watch events/s applied (%d events)", bi.Ingest.Events)
 		r.Unit, r.RefValue, r.Value = unitPerSec, cg.Ingest.EventsPerSecond, bi.Ingest.EventsPerSecond
@@ -433,16 +440,27 @@ func countRuns(res *Results, name string) int { return len(runs(res, name)) }
 
 // medianName returns the repeated run of name with the median SyncSeconds.
 func medianName(res *Results, name string) (string, bool) {
+	return medianNameBy(res, name, func(c Result) float64 { return c.SyncSeconds })
+}
+
+// medianNameBy returns the repeated run of name with the median of value
+// (the upper one of an even count).
+func medianNameBy(res *Results, name string, value func(Result) float64) (string, bool) {
 	names := runs(res, name)
 	if len(names) == 0 {
 		return "", false
 	}
-	sort.Slice(names, func(a, b int) bool { return res.Children[names[a]].SyncSeconds < res.Children[names[b]].SyncSeconds })
+	sort.Slice(names, func(a, b int) bool { return value(res.Children[names[a]]) < value(res.Children[names[b]]) })
 	return names[len(names)/2], true
 }
 
 func medianChild(res *Results, name string) (Result, bool) {
 	n, ok := medianName(res, name)
+	return res.Children[n], ok
+}
+
+func medianChildBy(res *Results, name string, value func(Result) float64) (Result, bool) {
+	n, ok := medianNameBy(res, name, value)
 	return res.Children[n], ok
 }
 

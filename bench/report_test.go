@@ -81,3 +81,35 @@ func TestColdStartRowTakesTheMedians(t *testing.T) {
 		t.Errorf("cold start row without repeats %+v; want the single runs 3.0 s and 2.4 s, missed", r)
 	}
 }
+
+// TestIngestRowTakesTheMedians: the ingest row compares the median rates
+// of each implementation's repeated runs, and its Store.Apply row comes
+// from boltinformer's median run.
+func TestIngestRowTakesTheMedians(t *testing.T) {
+	run := func(rate, store float64) Result {
+		return Result{Ingest: &IngestResult{Events: 1000, EventsPerSecond: rate, Store: &StoreIngest{BatchSize: 500, EventsPerSecond: store}}}
+	}
+	res := &Results{Children: map[string]Result{
+		"ingest/fake/10000/client-go#0":    run(12000, 0),
+		"ingest/fake/10000/client-go#1":    run(8000, 0),
+		"ingest/fake/10000/client-go#2":    run(9000, 0),
+		"ingest/fake/10000/boltinformer#0": run(9500, 1),
+		"ingest/fake/10000/boltinformer#1": run(4000, 2),
+		"ingest/fake/10000/boltinformer#2": run(9900, 3),
+	}}
+	var rate, store Row
+	for _, r := range Rows(res) {
+		switch {
+		case strings.HasPrefix(r.Metric, "watch events/s"):
+			rate = r
+		case strings.HasPrefix(r.Metric, "Store.Apply alone"):
+			store = r
+		}
+	}
+	if rate.Scenario != "5 ingest (fsync on; median of 3)" || rate.RefValue != 9000 || rate.Value != 9500 || rate.Met != "yes" {
+		t.Errorf("ingest row %+v; want the medians 9000/s and 9500/s, met", rate)
+	}
+	if store.Value != 1 {
+		t.Errorf("Store.Apply row %+v; want the median run's 1/s", store)
+	}
+}
