@@ -24,9 +24,9 @@
 // pre-encoded Pods; steady state, peak, cold start (1-3), the warm restart
 // with 1% of the objects changed (4) and a restart storm of agent
 // processes (8) against a real etcd and kube-apiserver
-// (internal/testcluster, binaries from make e2e-deps). Against
-// kube-apiserver the cold and warm starts run -repeat times each,
-// interleaved, and their rows compare medians.
+// (internal/testcluster, binaries from make e2e-deps). The cold starts,
+// the ingest and the warm starts run -repeat times each, interleaved, and
+// their rows compare medians.
 //
 // The package measures and reports; it never changes the library's
 // behaviour to look better (each informer runs with its defaults unless a

@@ -158,15 +158,8 @@ func (d *driver) runReal(ctx context.Context) error {
 				return err
 			}
 		}
-		// Cold starts of both, each boltinformer one on a new file: the
-		// reference of the warm rows, and the cold start row's medians.
-		for _, impl := range []string{ImplClientGo, ImplBolt} {
-			name := childName("cold", "real", n, impl) + fmt.Sprintf("#%d", i)
-			d.progress("%s", name)
-			if _, err := d.child(ctx, name, Spec{Scenario: ScenarioSync, Impl: impl, Target: target, SkipMemory: true, ExpectAdds: n,
-				DB: filepath.Join(d.work, fmt.Sprintf("cold-%d.db", i))}); err != nil {
-				return err
-			}
+		if err := d.coldStart(ctx, "real", n, target, i); err != nil {
+			return err
 		}
 	}
 	// Scenario 8: the restart storm.

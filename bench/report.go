@@ -152,8 +152,8 @@ func Rows(res *Results) []Row {
 		}
 		r = base
 		r.Scenario, r.Metric, r.Unit = "3 cold start", "time to HasSynced (writes the file)", unitSeconds
-		// Where the cold start was repeated (kube-apiserver), the medians:
-		// one run of each swings by ±15% on a shared 2-core machine.
+		// The medians of the repeated cold starts, where they ran: one run
+		// of each swings by ±15% on a shared 2-core machine.
 		cgCold, ok1 := medianChild(res, childName("cold", s.name, s.n, ImplClientGo))
 		biCold, ok2 := medianChild(res, childName("cold", s.name, s.n, ImplBolt))
 		if ok1 && ok2 {

@@ -38,7 +38,7 @@ func main() {
 	flag.IntVar(&cfg.ReadN, "read-n", 10000, "object count of the read benchmarks, 0 to skip them")
 	flag.DurationVar(&cfg.ReadBenchTime, "read-benchtime", time.Second, "benchtime of each read benchmark")
 	flag.IntVar(&cfg.ReadCount, "read-count", 3, "runs of each read benchmark (the median is reported)")
-	flag.IntVar(&cfg.Repeat, "repeat", 3, "runs of the kube-apiserver warm and cold starts, each implementation (medians reported)")
+	flag.IntVar(&cfg.Repeat, "repeat", 3, "runs of the ingest, the cold starts and the kube-apiserver warm starts, each implementation (medians reported)")
 	flag.IntVar(&cfg.StormAgents, "storm-agents", envInt("BENCH_STORM_AGENTS", 100), "agent processes of the restart storm ($BENCH_STORM_AGENTS)")
 	flag.IntVar(&cfg.ContainerN, "container-n", envInt("BENCH_CONTAINER_N", 50000), "object count of the container scenario (each implementation in a memory cgroup), 0 to skip it ($BENCH_CONTAINER_N)")
 	flag.DurationVar(&cfg.ContainerTimeout, "container-timeout", 2*time.Minute, "a sync in a memory cgroup that takes longer counts as failing")
