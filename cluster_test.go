@@ -186,7 +186,7 @@ func TestClusterChangedEmptiesTheStoreAndRelists(t *testing.T) {
 	stop()
 
 	inf, rec, reg, stop := runOn(t, path, b, true)
-	if want := []string{`LIST rv="" limit=50`, `WATCH rv="40"`}; !slices.Equal(b.requests(), want) {
+	if want := []string{fmt.Sprintf(`LIST rv="" limit=%d`, reflector.DefaultPageSize), `WATCH rv="40"`}; !slices.Equal(b.requests(), want) {
 		t.Fatalf("requests on cluster B %v, want %v", b.requests(), want)
 	}
 	if got := clusterContent(b); !maps.Equal(storeContent(inf), got) {
@@ -228,7 +228,7 @@ func TestRVAheadRelistsAndDiffs(t *testing.T) {
 
 	inf, rec, reg, stop := runOn(t, path, b, false)
 	defer stop()
-	if want := []string{`LIST rv="" limit=1`, `LIST rv="" limit=50`, `WATCH rv="40"`}; !slices.Equal(b.requests(), want) {
+	if want := []string{`LIST rv="" limit=1`, fmt.Sprintf(`LIST rv="" limit=%d`, reflector.DefaultPageSize), `WATCH rv="40"`}; !slices.Equal(b.requests(), want) {
 		t.Fatalf("requests on cluster B %v, want %v", b.requests(), want)
 	}
 	if got := clusterContent(b); !maps.Equal(storeContent(inf), got) {
