@@ -50,7 +50,7 @@ type InformerOptions struct {
 	// Objects it returns are shared and must not be mutated.
 	HotCacheBytes int64
 	// PageSize is the LIST page size of a relist (default
-	// reflector.DefaultPageSize, 25): the relist holds about two pages of
+	// reflector.DefaultPageSize, 50): the relist holds about two pages of
 	// decoded objects on the heap.
 	PageSize int64
 	// WatchList chooses how a relist gets its snapshot.

@@ -15,9 +15,7 @@ import (
 const (
 	// DefaultPageSize keeps a relist's heap to a few MB (about three pages
 	// of decoded objects: one arriving, one queued, one being applied).
-	// With kube-apiserver's 9.3 KB Pods, 50 peaked at 14–16.5 MB of Go heap
-	// and 25 at 10–12.7 MB, in about the same time (make bench, scenario 2).
-	DefaultPageSize        = 25
+	DefaultPageSize        = 50
 	DefaultMinWatchTimeout = 5 * time.Minute
 	DefaultBackoffInit     = 800 * time.Millisecond
 	DefaultBackoffMax      = 30 * time.Second
