@@ -24,7 +24,7 @@ func (s *Store) Replay(fn func(obj interface{}) error, damaged func(key string, 
 		var items []replayItem
 		err := s.view(func(b *cachefile.Buckets) error {
 			c := b.Objects.Cursor()
-			for k, v := seekAfter(c, after); k != nil && len(items) < streamChunk; k, v = c.Next() {
+			for k, v := seekAfter(c, after); k != nil && len(items) < replayChunk; k, v = c.Next() {
 				items = append(items, replayItem{key: string(k), raw: append([]byte(nil), v...)})
 				after = append(after[:0], k...)
 			}
@@ -44,7 +44,7 @@ func (s *Store) Replay(fn func(obj interface{}) error, damaged func(key string, 
 				return err
 			}
 		}
-		if len(items) < streamChunk {
+		if len(items) < replayChunk {
 			return nil
 		}
 	}

@@ -103,3 +103,26 @@ func TestListDecodesInKeyOrderAndSkipsDamaged(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayAcrossChunks: a replay longer than one read transaction's chunk
+// hands every good object over once, in key order, and every damaged one
+// to damaged, wherever the chunk boundaries fall.
+func TestReplayAcrossChunks(t *testing.T) {
+	names := make([]string, 200)
+	for i := range names {
+		names[i] = fmt.Sprintf("p%03d", i)
+	}
+	s := damagedStore(t, names, names[64], names[128])
+	var good, bad []string
+	err := s.Replay(func(obj interface{}) error {
+		good = append(good, obj.(metav1.Object).GetName())
+		return nil
+	}, func(key string, _ error) error {
+		bad = append(bad, key)
+		return nil
+	})
+	want := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == names[64] || n == names[128] })
+	if err != nil || !slices.Equal(good, want) || fmt.Sprint(bad) != "[a/p064 a/p128]" {
+		t.Fatalf("Replay: %d good (in order: %v), damaged %v, err %v; want %d, [a/p064 a/p128], nil", len(good), slices.Equal(good, want), bad, err, len(want))
+	}
+}
