@@ -19,11 +19,6 @@ import (
 // writer that needs to grow the file's memory map).
 const streamChunk = 256
 
-// replayChunk is how many objects Replay decodes per read transaction, on
-// every core: with 9.3 KB Pods from kube-apiserver, 256 of them held a
-// warm start's Go heap at 26-33 MB; 64 keep it near a cold sync's.
-const replayChunk = 64
-
 // parallelListMin is the smallest List decoded on every core: below it,
 // starting the goroutines costs about what they save.
 const parallelListMin = 256

@@ -8,15 +8,20 @@ import (
 	"github.com/boltinformer/boltinformer/cachefile"
 )
 
-// Replay calls fn for every object in key order, streamChunk objects per read
-// transaction, as ForEach does; it is the warm-start replay, and it doubles
-// as the check of every record (DESIGN invariant 7): a record that does not
-// decode (checksum, envelope or payload) is never handed to fn. Instead
-// damaged is called with its key and the error, naming store and key; the
-// walk goes on when damaged returns nil and stops with its error otherwise.
-// fn's error stops the walk too. Every record is read once; a chunk's
-// records are copied out of the file in its transaction and decoded on
-// every core after it.
+// replayChunk is how many objects Replay decodes per read transaction, on
+// every core: with 9.3 KB Pods from kube-apiserver, 256 of them held a
+// warm start's Go heap at 26-33 MB; 64 keep it near a cold sync's.
+const replayChunk = 64
+
+// Replay calls fn for every object in key order, replayChunk objects per
+// read transaction (a streaming walk, like ForEach); it is the warm-start
+// replay, and it doubles as the check of every record (DESIGN invariant 7):
+// a record that does not decode (checksum, envelope or payload) is never
+// handed to fn. Instead damaged is called with its key and the error,
+// naming store and key; the walk goes on when damaged returns nil and
+// stops with its error otherwise. fn's error stops the walk too. Every
+// record is read once; a chunk's records are copied out of the file in its
+// transaction and decoded on every core after it.
 func (s *Store) Replay(fn func(obj interface{}) error, damaged func(key string, err error) error) error {
 	var after []byte
 	workers := runtime.GOMAXPROCS(0)
