@@ -215,6 +215,7 @@ func (inf *Informer) newPipelineLocked(logger klog.Logger, clusterRelist reflect
 		MustRelistReason:      clusterRelist,
 		CheckResumeRV:         true,
 		PageSize:              inf.opts.PageSize,
+		PageBytes:             inf.opts.PageBytes,
 		WatchList:             inf.opts.WatchList,
 		Clock:                 inf.clock,
 		Logger:                &logger,

@@ -68,8 +68,10 @@ type Spec struct {
 	LabelSelector string `json:"labelSelector,omitempty"`
 	HotCacheBytes int64  `json:"hotCacheBytes,omitempty"`
 	DisableReplay bool   `json:"disableReplay,omitempty"`
-	// PageSize and BatchSize override boltinformer's defaults (0: keep).
+	// PageSize, PageBytes and BatchSize override boltinformer's defaults
+	// (0: keep).
 	PageSize  int64 `json:"pageSize,omitempty"`
+	PageBytes int64 `json:"pageBytes,omitempty"`
 	BatchSize int   `json:"batchSize,omitempty"`
 	// HTTP2 keeps client-go's default transport (HTTP/2 over TLS) for
 	// boltinformer; otherwise its client is made with
@@ -262,6 +264,7 @@ func startInformer(ctx context.Context, spec Spec, lw cache.ListerWatcher, h cac
 			HotCacheBytes: spec.HotCacheBytes,
 			DisableReplay: spec.DisableReplay,
 			PageSize:      spec.PageSize,
+			PageBytes:     spec.PageBytes,
 			BatchSize:     spec.BatchSize,
 		})
 		if err != nil {

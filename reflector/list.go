@@ -74,7 +74,7 @@ func (r *Reflector) listOnce(ctx context.Context, reason RelistReason) error {
 	if err := r.sink.BeginRelist(string(reason)); err != nil {
 		return fmt.Errorf("%w: BeginRelist: %w", ErrSink, err)
 	}
-	opts := metav1.ListOptions{ResourceVersion: "", Limit: r.pageSize}
+	opts := metav1.ListOptions{ResourceVersion: ""}
 	var listRV string
 	objects := 0
 	for page := 0; ; page++ {
@@ -85,6 +85,7 @@ func (r *Reflector) listOnce(ctx context.Context, reason RelistReason) error {
 				return err
 			}
 		}
+		opts.Limit = r.pages.limit()
 		obj, err := r.lw.ListWithContext(ctx, opts)
 		if err != nil {
 			if opts.Continue != "" && isExpired(err) {
@@ -128,17 +129,19 @@ func (r *Reflector) listOnce(ctx context.Context, reason RelistReason) error {
 	return nil
 }
 
-// addPages hands items to the sink in pages of at most PageSize objects; an
-// empty page is skipped. A server that ignores Limit may answer with more:
+// addPages hands items to the sink in pages of at most PageSize objects and
+// about PageBytes; an empty page is skipped. A server that ignores Limit may
+// answer with more, and objects may be larger than the last page's:
 // splitting keeps each sink batch bounded and lets WaitBelow pace them.
 func (r *Reflector) addPages(ctx context.Context, items []runtime.Object) error {
 	for len(items) > 0 {
-		n := min(len(items), int(r.pageSize))
-		page := make([]any, n)
-		for i, item := range items[:n] {
-			page[i] = item
+		var page []any
+		for len(items) > 0 && int64(len(page)) < r.pages.limit() {
+			r.pages.observe(items[0])
+			page = append(page, items[0])
+			items = items[1:]
 		}
-		items = items[n:]
+		n := len(page)
 		if err := r.sink.AddListPage(page); err != nil {
 			return fmt.Errorf("%w: AddListPage: %w", ErrSink, err)
 		}
@@ -152,9 +155,14 @@ func (r *Reflector) addPages(ctx context.Context, items []runtime.Object) error 
 	return nil
 }
 
-// waitBelow waits until the sink holds fewer than MaxQueuedItems items.
+// waitBelow waits until the sink holds fewer than MaxQueuedItems items (by
+// default, fewer than a page).
 func (r *Reflector) waitBelow(ctx context.Context) error {
-	if err := r.sink.WaitBelow(ctx, r.maxQueued); err != nil {
+	n := r.maxQueued
+	if n == 0 {
+		n = int(r.pages.limit())
+	}
+	if err := r.sink.WaitBelow(ctx, n); err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -13,9 +13,11 @@ import (
 // Defaults of Options. The backoff values are client-go's: at the cap a
 // failing apiserver sees about one request per 30–60 s from each reflector.
 const (
-	// DefaultPageSize keeps a relist's heap to a few MB (about three pages
-	// of decoded objects: one arriving, one queued, one being applied).
+	// DefaultPageSize and DefaultPageBytes keep a relist's heap to a few MB
+	// (about three pages of decoded objects: one arriving, one queued, one
+	// being applied). 256 KiB holds 50 Pods of 4.4 KB, 28 of 9.3 KB.
 	DefaultPageSize        = 50
+	DefaultPageBytes       = 256 << 10
 	DefaultMinWatchTimeout = 5 * time.Minute
 	DefaultBackoffInit     = 800 * time.Millisecond
 	DefaultBackoffMax      = 30 * time.Second
@@ -87,11 +89,20 @@ type Options struct {
 	// do not parse as integers are not compared.
 	CheckResumeRV bool
 
-	// PageSize is the Limit of each LIST page and the number of objects per
-	// AddListPage of a WatchList stream. Defaults to DefaultPageSize.
+	// PageSize is the most objects per page of a relist: the Limit of each
+	// LIST request, and the most objects per Sink.AddListPage (of a LIST
+	// page or a WatchList stream). Defaults to DefaultPageSize.
 	PageSize int64
+	// PageBytes makes pages smaller than PageSize when their objects are
+	// large: a page holds about PageBytes of objects, by their protobuf size
+	// (Size method) estimated from one object in eight, and at least one
+	// object. LIST requests after the first ask for that many. Objects
+	// without a Size method (unstructured ones) count by PageSize only.
+	// Defaults to DefaultPageBytes; negative means PageSize only.
+	PageBytes int64
 	// MaxQueuedItems is the n passed to Sink.WaitBelow between pages: the next
-	// page is requested once the sink holds fewer items. Defaults to PageSize.
+	// page is requested once the sink holds fewer items. Defaults to the
+	// current page's size (PageSize, or less by PageBytes).
 	MaxQueuedItems int
 	// WatchList chooses the relist method. Defaults to WatchListAuto.
 	WatchList WatchListMode

@@ -42,7 +42,8 @@ type Reflector struct {
 	mustRelistReason RelistReason
 	checkResumeRV    bool
 	pageSize         int64
-	maxQueued        int
+	pages            *pageSizer
+	maxQueued        int // 0: the current page limit
 	useWatchList     bool
 	minWatchTimeout  time.Duration
 
@@ -121,9 +122,12 @@ func newReflector(lw cache.ListerWatcherWithContext, client any, expectedType ru
 	if r.pageSize <= 0 {
 		r.pageSize = DefaultPageSize
 	}
-	if r.maxQueued <= 0 {
-		r.maxQueued = int(r.pageSize)
+	pageBytes := opts.PageBytes
+	if pageBytes == 0 {
+		pageBytes = DefaultPageBytes
 	}
+	r.pages = newPageSizer(r.pageSize, pageBytes)
+	r.maxQueued = max(r.maxQueued, 0)
 	if r.clock == nil {
 		r.clock = clock.RealClock{}
 	}

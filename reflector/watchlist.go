@@ -17,8 +17,9 @@ import (
 // sendInitialEvents=true that first sends every object as a synthetic ADDED
 // event, then a bookmark annotated k8s.io/initial-events-end at the
 // snapshot's RV, then ordinary events. The ADDED events go to the sink in
-// pages of PageSize, with WaitBelow between pages, and the bookmark ends the
-// relist. On success the stream is returned open for the watch loop.
+// pages of PageSize objects and about PageBytes, with WaitBelow between
+// pages, and the bookmark ends the relist. On success the stream is returned
+// open for the watch loop.
 //
 // Any failure returns an error and the caller falls back to a paged LIST,
 // which starts the relist over. That includes an apiserver that does not
@@ -86,8 +87,9 @@ func (r *Reflector) consumeInitialEvents(ctx context.Context, w watch.Interface,
 				continue
 			}
 			if event.Type == watch.Added {
+				r.pages.observe(event.Object)
 				page = append(page, event.Object)
-				if int64(len(page)) < r.pageSize {
+				if int64(len(page)) < r.pages.limit() {
 					continue
 				}
 				if err := flush(); err != nil {

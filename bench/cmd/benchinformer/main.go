@@ -32,6 +32,7 @@ func main() {
 	flag.Int64Var(&s.HotCacheBytes, "hot-cache-bytes", 0, "boltinformer's hot-object cache size")
 	flag.BoolVar(&s.DisableReplay, "disable-replay", false, "boltinformer: no warm-start replay")
 	flag.Int64Var(&s.PageSize, "page-size", 0, "boltinformer: relist page size (0: default)")
+	flag.Int64Var(&s.PageBytes, "page-bytes", 0, "boltinformer: relist page bytes (0: default, negative: page size only)")
 	flag.IntVar(&s.BatchSize, "batch-size", 0, "boltinformer: deltas per transaction (0: default)")
 	flag.IntVar(&s.RelistChange, "relist-change", 0, "fake only: after the steady state, expire every watch and change this many objects")
 	flag.Int64Var(&s.WaitRV, "wait-rv", 0, "after HasSynced, wait for an object at this resourceVersion")
