@@ -192,6 +192,15 @@ func Rows(res *Results) []Row {
 		r.Target, r.Check, r.TargetRatio = "", nil, 0
 		r.Metric, r.Value = "time until the changes are applied", warm.CurrentSeconds
 		add(r)
+		if peak, profiled := highestHeapPeak(res, childName("warm", "real", s.n, ImplBolt)); peak > 0 {
+			// A bound on the heap holds for every run, not the median one.
+			r = base
+			r.Metric, r.Unit = "peak Go heap, replay on (highest of the runs)", unitBytes
+			r.Ref = "client-go cold start (initial list)"
+			r.RefValue, r.Value = float64(res.Children[childName("sync", "real", s.n, ImplClientGo)].HeapPeakSync), float64(peak)
+			r.heapTarget(profiled)
+			add(r)
+		}
 		r = base
 		r.Metric, r.Unit = "LIST + WatchList requests (client)", unitCount
 		r.RefValue = float64(cg.TrafficSync.Lists + cg.TrafficSync.WatchLists)
@@ -423,6 +432,16 @@ func flatHeapRows(res *Results, ns []int) []Row {
 		out = append(out, r)
 	}
 	return out
+}
+
+// highestHeapPeak returns the highest HeapPeakSync of the repeated runs of
+// a child, and whether any of them was profiled.
+func highestHeapPeak(res *Results, name string) (peak uint64, profiled bool) {
+	for _, k := range runs(res, name) {
+		c := res.Children[k]
+		peak, profiled = max(peak, c.HeapPeakSync), profiled || c.Profiled
+	}
+	return peak, profiled
 }
 
 // runs returns the names of the repeated runs of a child (name#0, name#1, …).

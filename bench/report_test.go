@@ -82,6 +82,34 @@ func TestColdStartRowTakesTheMedians(t *testing.T) {
 	}
 }
 
+// TestWarmRestartHeapRowTakesTheHighestRun: the warm restart's peak heap
+// row holds every run to the bound, so it reports the highest one.
+func TestWarmRestartHeapRowTakesTheHighestRun(t *testing.T) {
+	res := &Results{Children: map[string]Result{
+		"sync/real/10000/client-go":      {SyncSeconds: 3.0, HeapPeakSync: 300 << 20},
+		"cold/real/10000/client-go#0":    {SyncSeconds: 3.0},
+		"warm/real/10000/boltinformer#0": {SyncSeconds: 0.5, HeapPeakSync: 12 << 20},
+		"warm/real/10000/boltinformer#1": {SyncSeconds: 0.6, HeapPeakSync: 17 << 20},
+		"warm/real/10000/boltinformer#2": {SyncSeconds: 0.7, HeapPeakSync: 11 << 20},
+	}}
+	heapRow := func() (Row, bool) {
+		for _, r := range Rows(res) {
+			if strings.HasPrefix(r.Scenario, "4 warm restart") && strings.HasPrefix(r.Metric, "peak Go heap") {
+				return r, true
+			}
+		}
+		return Row{}, false
+	}
+	r, ok := heapRow()
+	if !ok || r.Value != 17<<20 || r.RefValue != 300<<20 || r.Met != "NO" {
+		t.Fatalf("warm restart heap row %+v (found %t); want the highest run, 17 MB, missing 16 MB", r, ok)
+	}
+	res.Children["warm/real/10000/boltinformer#1"] = Result{SyncSeconds: 0.6, HeapPeakSync: 13 << 20}
+	if r, _ := heapRow(); r.Value != 13<<20 || r.Met != "yes" {
+		t.Errorf("warm restart heap row %+v; want 13 MB, met", r)
+	}
+}
+
 // TestIngestRowTakesTheMedians: the ingest row compares the median rates
 // of each implementation's repeated runs, and its Store.Apply row comes
 // from boltinformer's median run.

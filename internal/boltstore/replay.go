@@ -8,12 +8,17 @@ import (
 	"github.com/boltinformer/boltinformer/cachefile"
 )
 
-// replayChunk is how many objects Replay decodes per read transaction, on
-// every core: with 9.3 KB Pods from kube-apiserver, 256 of them held a
-// warm start's Go heap at 26-33 MB; 64 keep it near a cold sync's.
-const replayChunk = 64
+// replayChunk and replayChunkBytes bound what Replay decodes per read
+// transaction, on every core: at most replayChunk objects, and records of
+// about replayChunkBytes as stored. With 9.3 KB Pods from kube-apiserver
+// (4.6 KB stored), 256 of them held a warm start's Go heap at 26-33 MB and
+// 64 at 15-16 MB; 128 KiB is 28 of those, or 64 fake 4.4 KB Pods.
+const (
+	replayChunk      = 64
+	replayChunkBytes = 128 << 10
+)
 
-// Replay calls fn for every object in key order, replayChunk objects per
+// Replay calls fn for every object in key order, a chunk (replayChunk) per
 // read transaction (a streaming walk, like ForEach); it is the warm-start
 // replay, and it doubles as the check of every record (DESIGN invariant 7):
 // a record that does not decode (checksum, envelope or payload) is never
@@ -26,15 +31,7 @@ func (s *Store) Replay(fn func(obj interface{}) error, damaged func(key string, 
 	var after []byte
 	workers := runtime.GOMAXPROCS(0)
 	for {
-		var items []replayItem
-		err := s.view(func(b *cachefile.Buckets) error {
-			c := b.Objects.Cursor()
-			for k, v := seekAfter(c, after); k != nil && len(items) < replayChunk; k, v = c.Next() {
-				items = append(items, replayItem{key: string(k), raw: append([]byte(nil), v...)})
-				after = append(after[:0], k...)
-			}
-			return nil
-		})
+		items, more, err := s.readChunk(&after)
 		if err != nil {
 			return err
 		}
@@ -49,10 +46,32 @@ func (s *Store) Replay(fn func(obj interface{}) error, damaged func(key string, 
 				return err
 			}
 		}
-		if len(items) < replayChunk {
+		if !more {
 			return nil
 		}
 	}
+}
+
+// readChunk copies the records after *after (from the first if it is
+// empty) out of the file, up to replayChunk of them and the first to reach
+// replayChunkBytes, in one read transaction, and moves *after to the last.
+// more reports records after the chunk.
+func (s *Store) readChunk(after *[]byte) (items []replayItem, more bool, err error) {
+	err = s.view(func(b *cachefile.Buckets) error {
+		c := b.Objects.Cursor()
+		size := 0
+		for k, v := seekAfter(c, *after); k != nil; k, v = c.Next() {
+			if len(items) == replayChunk || size >= replayChunkBytes {
+				more = true
+				return nil
+			}
+			items = append(items, replayItem{key: string(k), raw: append([]byte(nil), v...)})
+			*after = append((*after)[:0], k...)
+			size += len(v)
+		}
+		return nil
+	})
+	return items, more, err
 }
 
 // replayItem is one record of a Replay chunk: its bytes, then what they

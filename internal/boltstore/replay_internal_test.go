@@ -1,0 +1,77 @@
+package boltstore
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+
+	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
+)
+
+// TestReplayChunkBoundedByBytes: a chunk holds replayChunk small records,
+// but large ones only up to about replayChunkBytes, and the chunks cover
+// every record once.
+func TestReplayChunkBoundedByBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		padding   int // incompressible bytes per object
+		wantFirst func(items []replayItem, size int) bool
+	}{
+		{"small records", 0, func(items []replayItem, _ int) bool { return len(items) == replayChunk }},
+		{"large records", 16 << 10, func(items []replayItem, size int) bool {
+			return len(items) < replayChunk && size >= replayChunkBytes && size < replayChunkBytes+24<<10
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Open(filepath.Join(t.TempDir(), "c.db"), "pods", cachefile.Options{NoSync: true}, StoreOptions{Object: &v1.Pod{}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			const n = 150
+			ops := make([]Op, n)
+			for i := range ops {
+				p := testutil.Pod("a", fmt.Sprintf("p%03d", i), "1")
+				if tc.padding > 0 {
+					b := make([]byte, tc.padding/2)
+					_, _ = rand.Read(b)
+					p.Annotations = map[string]string{"pad": hex.EncodeToString(b)}
+				}
+				ops[i] = Op{Type: OpUpsert, Obj: p}
+			}
+			if _, err := s.Apply(ops, "2"); err != nil {
+				t.Fatal(err)
+			}
+			var after []byte
+			total := 0
+			for chunk := 0; ; chunk++ {
+				items, more, err := s.readChunk(&after)
+				if err != nil {
+					t.Fatal(err)
+				}
+				size := 0
+				for _, it := range items {
+					size += len(it.raw)
+					if want := fmt.Sprintf("a/p%03d", total); it.key != want {
+						t.Fatalf("chunk %d: key %s, want %s", chunk, it.key, want)
+					}
+					total++
+				}
+				if chunk == 0 && !tc.wantFirst(items, size) {
+					t.Errorf("first chunk: %d records of %d bytes", len(items), size)
+				}
+				if !more {
+					break
+				}
+			}
+			if total != n {
+				t.Errorf("chunks held %d records, want %d", total, n)
+			}
+		})
+	}
+}
