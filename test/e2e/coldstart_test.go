@@ -108,8 +108,9 @@ func TestColdStart(t *testing.T) {
 }
 
 // TestPagedRelist relists 5k ConfigMaps with paged LISTs of 500 (WatchList
-// off): at least 10 pages, each continuing the previous one, and the file
-// equals the apiserver's list.
+// off, and PageBytes off: 500 of these ConfigMaps weigh more than the
+// default 256 KiB): at least 10 pages, each continuing the previous one,
+// and the file equals the apiserver's list.
 func TestPagedRelist(t *testing.T) {
 	c := sharedCluster(t)
 	cl := newClient(t, c)
@@ -117,7 +118,7 @@ func TestPagedRelist(t *testing.T) {
 
 	listsBefore := requestCount(t, c, "LIST", "configmaps")
 	rc := startCache(t, cl, filepath.Join(t.TempDir(), "cache.db"), ns,
-		configMapSpec(boltinformer.InformerOptions{PageSize: 500, WatchList: reflector.WatchListOff}))
+		configMapSpec(boltinformer.InformerOptions{PageSize: 500, PageBytes: -1, WatchList: reflector.WatchListOff}))
 	lists := requestCount(t, c, "LIST", "configmaps") - listsBefore
 	ri := rc.infs[0]
 
