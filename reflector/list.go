@@ -135,7 +135,7 @@ func (r *Reflector) listOnce(ctx context.Context, reason RelistReason) error {
 // splitting keeps each sink batch bounded and lets WaitBelow pace them.
 func (r *Reflector) addPages(ctx context.Context, items []runtime.Object) error {
 	for len(items) > 0 {
-		var page []any
+		page := make([]any, 0, min(int64(len(items)), r.pages.limit()))
 		for len(items) > 0 && int64(len(page)) < r.pages.limit() {
 			r.pages.observe(items[0])
 			page = append(page, items[0])

@@ -18,15 +18,15 @@ const (
 	replayChunkBytes = 128 << 10
 )
 
-// Replay calls fn for every object in key order, a chunk (replayChunk) per
-// read transaction (a streaming walk, like ForEach); it is the warm-start
-// replay, and it doubles as the check of every record (DESIGN invariant 7):
-// a record that does not decode (checksum, envelope or payload) is never
-// handed to fn. Instead damaged is called with its key and the error,
-// naming store and key; the walk goes on when damaged returns nil and
-// stops with its error otherwise. fn's error stops the walk too. Every
-// record is read once; a chunk's records are copied out of the file in its
-// transaction and decoded on every core after it.
+// Replay calls fn for every object in key order, one chunk (see
+// replayChunk) per read transaction (a streaming walk, like ForEach); it is
+// the warm-start replay, and it doubles as the check of every record
+// (DESIGN invariant 7): a record that does not decode (checksum, envelope
+// or payload) is never handed to fn. Instead damaged is called with its key
+// and the error, naming store and key; the walk goes on when damaged
+// returns nil and stops with its error otherwise. fn's error stops the walk
+// too. Every record is read once; a chunk's records are copied out of the
+// file in its transaction and decoded on every core after it.
 func (s *Store) Replay(fn func(obj interface{}) error, damaged func(key string, err error) error) error {
 	var after []byte
 	workers := runtime.GOMAXPROCS(0)
