@@ -8,12 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/boltinformer/boltinformer/cachefile"
 )
 
 // Config configures a full benchmark run (Run).
@@ -247,15 +250,23 @@ func childName(parts ...any) string {
 }
 
 // coldStart runs cold start i of each implementation against target,
-// boltinformer's on a new file. Repeated, they give scenario 3's medians
+// boltinformer's on a new file, removed afterwards: the repeats of a 150k
+// cold start would otherwise leave 450 MB each on disk and in the page
+// cache for the rest of the run. Repeated, they give scenario 3's medians
 // (one run swings by ±15% on a shared 2-core machine) and the reference of
 // the warm restart.
 func (d *driver) coldStart(ctx context.Context, source string, n int, target Target, i int) error {
 	for _, impl := range []string{ImplClientGo, ImplBolt} {
 		name := childName("cold", source, n, impl) + fmt.Sprintf("#%d", i)
 		d.progress("%s", name)
-		if _, err := d.child(ctx, name, Spec{Scenario: ScenarioSync, Impl: impl, Target: target, SkipMemory: true, ExpectAdds: n,
-			DB: filepath.Join(d.work, fmt.Sprintf("cold-%s-%d-%d.db", source, n, i))}); err != nil {
+		db := filepath.Join(d.work, fmt.Sprintf("cold-%s-%d-%d.db", source, n, i))
+		_, err := d.child(ctx, name, Spec{Scenario: ScenarioSync, Impl: impl, Target: target, SkipMemory: true, ExpectAdds: n, DB: db})
+		for _, f := range []string{db, cachefile.MarkerPath(db)} {
+			if rmErr := os.Remove(f); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) && err == nil {
+				err = rmErr
+			}
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -14,11 +14,11 @@ import (
 // table, CSV, JSON and chart. It keeps the benchmark code from rotting; the
 // kube-apiserver part runs in make bench only.
 func TestReport(t *testing.T) {
-	out := t.TempDir()
+	out, work := t.TempDir(), t.TempDir()
 	var progress bytes.Buffer
 	res, err := Run(t.Context(), Config{
 		Ns: []int{500}, ReadN: 300, IngestEvents: 1000, ReadBenchTime: 10 * time.Millisecond,
-		Namespaces: 10, Out: out, Args: []string{"-test.run=^$"}, Progress: &progress,
+		Namespaces: 10, Out: out, WorkDir: work, Args: []string{"-test.run=^$"}, Progress: &progress,
 		ChildTimeout: 2 * time.Minute,
 	})
 	t.Log(progress.String())
@@ -42,6 +42,13 @@ func TestReport(t *testing.T) {
 	}
 	if svg, _ := os.ReadFile(filepath.Join(out, "chart.svg")); !bytes.Contains(svg, []byte("<rect")) {
 		t.Error("chart has no bars")
+	}
+	// The cold starts' files are removed once measured; the sync's stays.
+	if left, _ := filepath.Glob(filepath.Join(work, "cold-*")); len(left) != 0 {
+		t.Errorf("cold start files left behind: %v", left)
+	}
+	if _, err := os.Stat(filepath.Join(work, "sync-500.db")); err != nil {
+		t.Errorf("the sync's file: %v", err)
 	}
 }
 
