@@ -15,7 +15,7 @@ const (
 	// CompressionNone is a payload stored as encoded.
 	CompressionNone Compression = 0
 	// CompressionS2 is a payload in S2 block format (klauspost/compress/s2):
-	// about 0.45x of a Pod's protobuf, decoded at several GB/s.
+	// about 0.47x of a Pod's protobuf, decoded at several GB/s.
 	CompressionS2 Compression = 1
 )
 
@@ -46,6 +46,11 @@ func CompressPayload(p []byte) (Compression, []byte) {
 
 // CompressPayloadTo is CompressPayload writing into dst's storage when it
 // is large enough (s2.MaxEncodedLen of p); the result may alias dst or p.
+//
+// It uses S2's default encoder, not EncodeBetter: on a 4.4 KB Pod the
+// default takes 2.9 µs against 7.3-8.0 µs for 5% more bytes (2,079
+// against 1,981), and every watch event and list item is compressed on
+// the informer's critical path. Both write the same block format.
 func CompressPayloadTo(dst, p []byte) (Compression, []byte) {
 	if len(p) < compressMin || len(p) > MaxPayload {
 		return CompressionNone, p
@@ -53,7 +58,7 @@ func CompressPayloadTo(dst, p []byte) (Compression, []byte) {
 	if n := s2.MaxEncodedLen(len(p)); cap(dst) < n {
 		dst = make([]byte, n)
 	}
-	out := s2.EncodeBetter(dst[:cap(dst)], p)
+	out := s2.Encode(dst[:cap(dst)], p)
 	if len(out) > len(p)-len(p)/8 {
 		return CompressionNone, p
 	}
