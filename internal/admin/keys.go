@@ -77,6 +77,9 @@ func (l *Local) walkKeys(ctx context.Context, si storeMeta, q *compiledQuery, fn
 		if len(keys) < recordChunk {
 			return nil
 		}
+		if err := l.db.ReleaseMapped(); err != nil {
+			return err
+		}
 		after, first = []byte(keys[len(keys)-1]), false
 	}
 }

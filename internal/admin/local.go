@@ -21,6 +21,12 @@ import (
 // long stream never holds a transaction that would block a writer's remap.
 const recordChunk = 512
 
+// releaseEvery is how many objects a walk reads between two releases of
+// the file's mapped pages (cachefile.DB.ReleaseMapped): reading every
+// object of a 1 GB file would otherwise leave all of it in the reader's
+// RSS, which a container's memory limit counts.
+const releaseEvery = 256
+
 // Local answers queries from a DB open in this process. For a DB opened
 // read-only (cachectl --db) it opens every store itself, choosing the Go
 // type from the store's identity. For a DB a process writes, opening a
@@ -190,15 +196,34 @@ func relistSeenTx(tx *bolt.Tx, store string, relisting bool) int {
 }
 
 // namespacesTx lists the distinct namespaces of a store's keys, skipping
-// from one namespace to the next with a seek.
+// from one namespace to the next with a seek: in the store's namespace
+// index when it has one, whose entries are small, else in its objects,
+// where each seek maps a page of records (and with the kernel's
+// fault-around, its neighbours) into the reader's RSS.
 func namespacesTx(tx *bolt.Tx, store string) []string {
-	b := objectsBucket(tx, store)
-	if b == nil {
+	b, err := cachefile.StoreTx(tx, store)
+	if err != nil {
 		return nil
 	}
+	c := b.Objects.Cursor()
+	k, _ := c.First()
+	if k == nil || bytes.IndexByte(k, '/') < 0 {
+		return nil // empty, or cluster-scoped
+	}
 	var out []string
-	c := b.Cursor()
-	for k, _ := c.First(); k != nil; {
+	if ib := b.Index(namespaceIndex); ib != nil {
+		err := cachefile.CountValuesTx(ib, func(ns string) error {
+			if ns != "" {
+				out = append(out, ns)
+			}
+			return nil
+		})
+		if err == nil && len(out) > 0 {
+			return out
+		}
+		out = nil
+	}
+	for k != nil {
 		i := bytes.IndexByte(k, '/')
 		if i < 0 {
 			return nil // cluster-scoped
@@ -266,9 +291,15 @@ func (l *Local) prepareList(ctx context.Context, q Query) (func(fn func(*unstruc
 		return nil, err
 	}
 	return func(fn func(*unstructured.Unstructured) error) error {
+		read := 0
 		visit := func(obj interface{}) error {
 			if err := ctx.Err(); err != nil {
 				return err
+			}
+			if read++; read%releaseEvery == 0 {
+				if err := l.db.ReleaseMapped(); err != nil {
+					return err
+				}
 			}
 			o, err := native(obj)
 			if err != nil {
@@ -358,6 +389,9 @@ func (l *Local) walkRecords(ctx context.Context, store string, fn func(Record) e
 		}
 		if len(chunk) < recordChunk {
 			return nil
+		}
+		if err := l.db.ReleaseMapped(); err != nil {
+			return err
 		}
 		after = []byte(chunk[len(chunk)-1].Key)
 	}

@@ -92,8 +92,6 @@ func (l *Local) store(si storeMeta) (*boltstore.Store, error) {
 	return s, nil
 }
 
-var errStop = errors.New("stop")
-
 // OpenStore opens the named store of a read-only DB with the Go type its
 // records decode as (see probeStore), registering indexers (stored indexes
 // without a function stay readable by name). cachectl check uses it to
@@ -136,9 +134,8 @@ func probeStore(db *cachefile.DB, si storeMeta, indexers cache.Indexers, keys *e
 		if err != nil {
 			return nil, fmt.Errorf("open store %s: %w", si.name, err)
 		}
-		var first string
-		err = s.ForEachKey(func(key string) error { first = key; return errStop })
-		if err != nil && !errors.Is(err, errStop) {
+		first, err := firstKey(db, si.name)
+		if err != nil {
 			return nil, fmt.Errorf("store %s: %w", si.name, err)
 		}
 		if first == "" {
@@ -156,6 +153,22 @@ func probeStore(db *cachefile.DB, si storeMeta, indexers cache.Indexers, keys *e
 		return s, nil
 	}
 	return nil, fmt.Errorf("%w: store %s (%s): %v", ErrUnknownType, si.name, describeIdentity(si.identity), firstErr)
+}
+
+// firstKey returns the first object key of store name ("" when it holds
+// none), reading one page of the file.
+func firstKey(db *cachefile.DB, name string) (string, error) {
+	var first string
+	err := db.View(func(tx *bolt.Tx) error {
+		b, err := cachefile.ObjectsTx(tx, []byte(name))
+		if err != nil {
+			return err
+		}
+		k, _ := b.Cursor().First()
+		first = string(k)
+		return nil
+	})
+	return first, err
 }
 
 func describeIdentity(id *cachefile.Identity) string {
