@@ -7,7 +7,8 @@
 //
 //	cachectl get RESOURCE[,RESOURCE…] [NAME…]     get.go (resources.go, print.go, columns.go:
 //	                                              kubectl's columns, customcolumns.go, warnings.go,
-//	                                              get_watch.go: -w through the admin socket)
+//	                                              get_watch.go: -w through the admin socket,
+//	                                              get_stream.go: a whole resource as it is read)
 //	cachectl info                                 info.go
 //	cachectl check                                check.go
 //	cachectl compact [--to NEW]                   compact.go

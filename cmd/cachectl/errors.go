@@ -32,6 +32,10 @@ var (
 	// errServer means the apiserver refused a request or could not be
 	// reached; the message is kubectl's and is printed without "error: ".
 	errServer = errors.New("server error")
+	// errUnexpectedPrint means a printer wrote what a streamed get does
+	// not expect of it (a List that does not begin and end as kubectl's):
+	// get stops rather than print a List that is not kubectl's.
+	errUnexpectedPrint = errors.New("unexpected printer output")
 )
 
 // usageError is a usage error with the command whose help explains it.

@@ -104,6 +104,10 @@ AGE, Deployments, Services, Nodes, …; NAMESPACE with -A, more with -o
 wide), and NAME and AGE for other kinds. Secrets' data is redacted unless
 --show-secrets.
 
+A whole resource prints as it is read (table, wide, name, json, yaml),
+holding a hundred objects at a time however many the file has; --sort-by,
+templates, jsonpath and custom columns need the whole list first.
+
 Warnings on stderr say when a store is relisting (its list may be partial),
 stale (last written longer ago than --stale-after), or does not cache the
 namespace asked for.
@@ -263,15 +267,27 @@ func (o *getOptions) run(ctx context.Context, e *env) error {
 		return o.runWatch(ctx, e, r, res)
 	}
 
-	var results []fetched
-	var missing []string
-	for _, req := range o.requests {
+	reqs := make([]resolvedRequest, len(o.requests))
+	for i, req := range o.requests {
 		res, err := resolver.resolve(req.resource, o.store)
 		if err != nil {
 			return err
 		}
 		o.warn(e, res)
-		f := fetched{res: res, namespace: o.namespaceFor(res)}
+		reqs[i] = resolvedRequest{res: res, names: req.names, namespace: o.namespaceFor(res)}
+	}
+	switch {
+	case o.streams() && o.printer == nil:
+		return o.streamTables(ctx, e, r, reqs)
+	case o.streams():
+		return o.streamObjects(ctx, e, r, reqs)
+	}
+
+	var results []fetched
+	var missing []string
+	for _, req := range reqs {
+		res := req.res
+		f := fetched{res: res, namespace: req.namespace}
 		q := o.query(res, f.namespace)
 		collect := func(u *unstructured.Unstructured) error {
 			f.items = append(f.items, u)
