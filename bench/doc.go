@@ -24,8 +24,11 @@
 // pre-encoded Pods; steady state, peak, cold start (1-3), the warm restart
 // with 1% of the objects changed (4) and a restart storm of agent
 // processes (8) against a real etcd and kube-apiserver
-// (internal/testcluster, binaries from make e2e-deps). The cold starts,
-// the ingest and the warm starts run -repeat times each, interleaved, and
+// (internal/testcluster, binaries from make e2e-deps); each
+// implementation in a memory cgroup (9); and cachectl on a file of 300k
+// Pods (10, the cachectl binary make bench builds), whose rows hold
+// cachectl's time and peak RSS to the targets alone. The cold starts, the
+// ingest and the warm starts run -repeat times each, interleaved, and
 // their rows compare medians.
 //
 // The package measures and reports; it never changes the library's

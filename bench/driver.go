@@ -63,6 +63,11 @@ type Config struct {
 	// (default 2 min): a sync that takes longer counts as failing.
 	ContainerN       int
 	ContainerTimeout time.Duration
+	// CachectlN is the Pod count of the file scenario 10 runs cachectl
+	// on, with the binary Cachectl; 0 skips it, and without a binary it
+	// is skipped with that reason.
+	CachectlN int
+	Cachectl  string
 
 	// Out receives results.csv, results.json, chart.svg, table.md and the
 	// children's logs.
@@ -80,7 +85,7 @@ type Config struct {
 	// directory named after the child (see Spec.ProfileDir).
 	ProfileDir string
 	// Only, when not empty, runs only these parts: sync, ingest, reads,
-	// container, real.
+	// container, real, cachectl.
 	Only []string
 	// Progress receives one line per step (default: nowhere).
 	Progress io.Writer
@@ -146,7 +151,9 @@ type Results struct {
 	Real map[string]RealMetrics `json:"real,omitempty"`
 	// Container is the container scenario (nil: not run).
 	Container *ContainerResult `json:"container,omitempty"`
-	Notes     []string         `json:"notes,omitempty"`
+	// Cachectl is scenario 10 (nil: not run).
+	Cachectl *CachectlResult `json:"cachectl,omitempty"`
+	Notes    []string        `json:"notes,omitempty"`
 	// Skipped names the parts that did not run, with the reason.
 	Skipped []string `json:"skipped,omitempty"`
 }
@@ -218,6 +225,11 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			} else {
 				return d.res, fmt.Errorf("kube-apiserver, N=%d: %w", cfg.RealN, err)
 			}
+		}
+	}
+	if cfg.CachectlN > 0 && cfg.runs("cachectl") {
+		if err := d.runCachectl(ctx); err != nil {
+			return d.res, fmt.Errorf("cachectl, N=%d: %w", cfg.CachectlN, err)
 		}
 	}
 	return d.res, nil

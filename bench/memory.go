@@ -114,10 +114,17 @@ type ProcStatus struct {
 
 // ReadProcStatus reads /proc/self/status (zeros where it does not exist).
 func ReadProcStatus() ProcStatus {
-	var st ProcStatus
-	data, err := os.ReadFile("/proc/self/status")
+	st, _ := readProcStatus("/proc/self/status")
+	return st
+}
+
+// readProcStatus reads the memory lines of a /proc/PID/status file; ok
+// is false when it could not be read or had no VmHWM (a process that has
+// exited no longer has memory to report).
+func readProcStatus(path string) (st ProcStatus, ok bool) {
+	data, err := os.ReadFile(path)
 	if err != nil {
-		return st
+		return st, false
 	}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
@@ -144,7 +151,7 @@ func ReadProcStatus() ProcStatus {
 			st.RssFile = kb << 10
 		}
 	}
-	return st
+	return st, st.VmHWM > 0
 }
 
 // SettledProcStatus returns memory to the OS first (as the scavenger

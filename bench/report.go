@@ -389,6 +389,9 @@ func Rows(res *Results) []Row {
 	for _, r := range containerRows(res.Container) {
 		add(r)
 	}
+	for _, r := range cachectlRows(res.Cachectl) {
+		add(r)
+	}
 	return rows
 }
 

@@ -6,6 +6,7 @@
 #   BENCH_N=10000,50000 hack/bench-report.sh   # without the 150k run
 #   BENCH_REAL_N=0 hack/bench-report.sh        # no kube-apiserver part
 #   BENCH_CONTAINER_N=0 hack/bench-report.sh   # no memory cgroups (the container scenario needs root)
+#   BENCH_CACHECTL_N=0 hack/bench-report.sh    # no cachectl on a 300k-Pod file (scenario 10)
 #   hack/bench-report.sh -only sync,container -profile bench/out/prof
 #
 # The kube-apiserver part needs bin/etcd and bin/kube-apiserver (make e2e-deps).
@@ -16,4 +17,5 @@ mkdir -p bench/out
 bin="$(mktemp -d)"
 trap 'rm -rf "${bin}"' EXIT
 go build -o "${bin}/benchreport" ./bench/cmd/benchreport
-"${bin}/benchreport" -out bench/out "$@" 2> >(grep --line-buffered -v '^[IW][0-9]\{4\} ' >&2)
+go build -o "${bin}/cachectl" ./cmd/cachectl
+"${bin}/benchreport" -out bench/out -cachectl "${bin}/cachectl" "$@" 2> >(grep --line-buffered -v '^[IW][0-9]\{4\} ' >&2)
