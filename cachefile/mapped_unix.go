@@ -17,11 +17,16 @@ import (
 // which holds bbolt's mapping in place (a remap would otherwise move it
 // under the call).
 func (db *DB) ReleaseMapped() error {
-	return db.View(func(tx *bolt.Tx) error {
-		base, size := db.bolt.Info().Data, uintptr(tx.Size())
-		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, base, size, unix.MADV_DONTNEED); errno != 0 {
-			return fmt.Errorf("%s: release mapped pages: %w", db.path, errno)
-		}
-		return nil
-	})
+	return db.View(ReleaseMappedTx)
+}
+
+// ReleaseMappedTx is ReleaseMapped inside a transaction the caller holds
+// (a long read that releases as it goes without a second transaction).
+// The pages tx has read stay readable: the next read maps them again.
+func ReleaseMappedTx(tx *bolt.Tx) error {
+	base, size := tx.DB().Info().Data, uintptr(tx.Size())
+	if _, _, errno := unix.Syscall(unix.SYS_MADVISE, base, size, unix.MADV_DONTNEED); errno != 0 {
+		return fmt.Errorf("%s: release mapped pages: %w", tx.DB().Path(), errno)
+	}
+	return nil
 }

@@ -197,9 +197,10 @@ func relistSeenTx(tx *bolt.Tx, store string, relisting bool) int {
 
 // namespacesTx lists the distinct namespaces of a store's keys, skipping
 // from one namespace to the next with a seek: in the store's namespace
-// index when it has one, whose entries are small, else in its objects,
-// where each seek maps a page of records (and with the kernel's
-// fault-around, its neighbours) into the reader's RSS.
+// index when it has one, whose entries are small, else in its objects.
+// Each seek maps a page (with the kernel's fault-around, its neighbours
+// too) into the reader's RSS, so the pages are released every
+// releaseEvery/16 namespaces: cachectl get NAME reads this first.
 func namespacesTx(tx *bolt.Tx, store string) []string {
 	b, err := cachefile.StoreTx(tx, store)
 	if err != nil {
@@ -211,12 +212,19 @@ func namespacesTx(tx *bolt.Tx, store string) []string {
 		return nil // empty, or cluster-scoped
 	}
 	var out []string
+	release := func() error {
+		if len(out)%(releaseEvery/16) == 0 {
+			return cachefile.ReleaseMappedTx(tx)
+		}
+		return nil
+	}
 	if ib := b.Index(namespaceIndex); ib != nil {
 		err := cachefile.CountValuesTx(ib, func(ns string) error {
-			if ns != "" {
-				out = append(out, ns)
+			if ns == "" {
+				return nil
 			}
-			return nil
+			out = append(out, ns)
+			return release()
 		})
 		if err == nil && len(out) > 0 {
 			return out
@@ -229,6 +237,9 @@ func namespacesTx(tx *bolt.Tx, store string) []string {
 			return nil // cluster-scoped
 		}
 		out = append(out, string(k[:i]))
+		if release() != nil {
+			return nil
+		}
 		// '/'+1 sorts right after every key of this namespace.
 		k, _ = c.Seek(append(bytes.Clone(k[:i]), '/'+1))
 	}

@@ -51,7 +51,10 @@ func wholeMapped(t *testing.T, l *admin.Local, path string) int64 {
 
 // TestInfoAndGetByNameMapLittle: what cachectl get NAME reads (Info, then
 // the object by name, through a store opened by probing its type) maps a
-// few pages of the file, not a share of it.
+// few pages of the file, not a share of it. The bound is loose (these small
+// Pods put the few pages at a tenth of the file, and the kernel's
+// fault-around varies): it catches a walk, not a page; scenario 10 of the
+// bench measures the pages on a 300k-Pod file.
 func TestInfoAndGetByNameMapLittle(t *testing.T) {
 	path := largeFile(t)
 	l, err := admin.OpenFile(path, cachefile.Options{})
@@ -73,7 +76,7 @@ func TestInfoAndGetByNameMapLittle(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("get by name: %d objects, error %v", n, err)
 	}
-	if got := testutil.MappedRSS(t, path); got > all/7 {
+	if got := testutil.MappedRSS(t, path); got > all/4 {
 		t.Errorf("info and a get by name mapped %d bytes of the file; reading all of it maps %d", got, all)
 	}
 }
