@@ -271,7 +271,7 @@ func cachectlRows(c *CachectlResult) []Row {
 		switch {
 		case cs.name == "get one":
 			r.Target, r.Check = fmt.Sprintf("≤ %d MB", CachectlGetOneRSS>>20), valueAtMost(CachectlGetOneRSS)
-		case cs.args[0] == "get":
+		case strings.HasPrefix(cs.name, "get all"):
 			r.Target, r.Check = fmt.Sprintf("< %d MB", CachectlGetAllRSS>>20), func(r Row) bool { return r.Value < CachectlGetAllRSS }
 		}
 		rows = append(rows, r)

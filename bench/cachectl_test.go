@@ -82,6 +82,7 @@ func TestCachectlRows(t *testing.T) {
 	}
 	c.Runs = append(c.Runs,
 		CachectlRun{Name: "info", Seconds: 0.02, MaxRSS: 500 * mb},
+		CachectlRun{Name: "get one -o yaml", Seconds: 0.02, MaxRSS: 120 * mb},
 		CachectlRun{Name: "get all (table)", Seconds: 30, MaxRSS: 99 * mb},
 		CachectlRun{Name: "get all -o yaml", Seconds: 90, MaxRSS: 100 * mb},
 	)
