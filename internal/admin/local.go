@@ -302,6 +302,7 @@ func (l *Local) prepareList(ctx context.Context, q Query) (func(fn func(*unstruc
 		return nil, err
 	}
 	return func(fn func(*unstructured.Unstructured) error) error {
+		n := newNormalizer(si.identity, q, fn)
 		read := 0
 		visit := func(obj interface{}) error {
 			if err := ctx.Err(); err != nil {
@@ -320,25 +321,27 @@ func (l *Local) prepareList(ctx context.Context, q Query) (func(fn func(*unstruc
 			if err != nil || !ok {
 				return err
 			}
-			u, err := normalize(o, si.identity, q.MetadataOnly, q.ShowSecrets)
-			if err != nil {
-				return fmt.Errorf("store %s: %w", q.Store, err)
-			}
-			return fn(u)
+			return n.add(o)
 		}
+		var err error
 		switch {
 		case q.Name != "":
-			obj, ok, err := s.GetByKey(cq.key())
-			if err != nil || !ok {
-				return err
+			var obj interface{}
+			var ok bool
+			if obj, ok, err = s.GetByKey(cq.key()); err == nil && ok {
+				err = visit(obj)
 			}
-			return visit(obj)
 		case cq.indexName != "":
-			return s.ByIndexFunc(cq.indexName, cq.indexValue, visit)
+			err = s.ByIndexFunc(cq.indexName, cq.indexValue, visit)
 		case q.Namespace != "" && si.hasIndex(namespaceIndex):
-			return s.ByIndexFunc(namespaceIndex, q.Namespace, visit)
+			err = s.ByIndexFunc(namespaceIndex, q.Namespace, visit)
+		default:
+			err = s.ForEach(visit)
 		}
-		return s.ForEach(visit)
+		if err != nil {
+			return err
+		}
+		return n.flush()
 	}, nil
 }
 

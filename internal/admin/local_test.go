@@ -157,3 +157,56 @@ func TestLocalInfo(t *testing.T) {
 		t.Fatalf("gadgets are cluster-scoped: %+v", g)
 	}
 }
+
+// TestListHandsOnInKeyOrderAndStopsOnError: List normalizes in batches on
+// every core; fn still sees the selected objects in key order, each once,
+// and an error from fn stops the walk at that object.
+func TestListHandsOnInKeyOrderAndStopsOnError(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "large.db")
+	const n = 2000 // 200 per namespace: every query crosses batches of 64
+	if err := admintest.WriteLarge(path, n); err != nil {
+		t.Fatal(err)
+	}
+	l, err := admin.OpenFile(path, cachefile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	for _, q := range []admin.Query{
+		{Store: admintest.PodStore},
+		{Store: admintest.PodStore, LabelSelector: "app=app-3"},
+		{Store: admintest.PodStore, Namespace: "ns-4"},
+	} {
+		var keys []string
+		err := l.List(ctx, q, func(u *unstructured.Unstructured) error {
+			keys = append(keys, u.GetNamespace()+"/"+u.GetName())
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		err = l.List(ctx, admin.Query{Store: q.Store, Namespace: q.Namespace, LabelSelector: q.LabelSelector, KeysOnly: true}, func(u *unstructured.Unstructured) error {
+			want = append(want, u.GetNamespace()+"/"+u.GetName())
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(keys) < 2*64 || strings.Join(keys, ",") != strings.Join(want, ",") {
+			t.Errorf("query %+v: %d objects, not the %d keys in key order", q, len(keys), len(want))
+		}
+	}
+	stop := errors.New("stop here")
+	calls := 0
+	err = l.List(ctx, admin.Query{Store: admintest.PodStore}, func(*unstructured.Unstructured) error {
+		if calls++; calls == 100 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || calls != 100 {
+		t.Errorf("fn's error at the 100th object: List returned %v after %d calls", err, calls)
+	}
+}

@@ -3,7 +3,9 @@ package admin
 import (
 	"encoding/json"
 	"fmt"
+	goruntime "runtime"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -113,4 +115,60 @@ func native(obj interface{}) (runtime.Object, error) {
 		return o, nil
 	}
 	return nil, fmt.Errorf("store returned %T, not a runtime.Object", obj)
+}
+
+// normalizeBatch is how many selected objects a List normalizes at once,
+// on every core, before it hands them to its caller in order: turning a
+// decoded object into an unstructured one (a JSON round trip) costs
+// several times its read.
+const normalizeBatch = 64
+
+// normalizer normalizes the objects a List selected in batches and calls
+// fn with them in the order they were added.
+type normalizer struct {
+	id                        *cachefile.Identity
+	store                     string
+	metadataOnly, showSecrets bool
+	fn                        func(*unstructured.Unstructured) error
+
+	objs []runtime.Object
+	out  []*unstructured.Unstructured
+}
+
+func newNormalizer(id *cachefile.Identity, q Query, fn func(*unstructured.Unstructured) error) *normalizer {
+	return &normalizer{id: id, store: q.Store, metadataOnly: q.MetadataOnly, showSecrets: q.ShowSecrets, fn: fn,
+		objs: make([]runtime.Object, 0, normalizeBatch), out: make([]*unstructured.Unstructured, normalizeBatch)}
+}
+
+// add queues o, and normalizes and hands on the batch once it is full.
+func (n *normalizer) add(o runtime.Object) error {
+	if n.objs = append(n.objs, o); len(n.objs) < normalizeBatch {
+		return nil
+	}
+	return n.flush()
+}
+
+// flush normalizes the queued objects and calls fn with each, in order.
+func (n *normalizer) flush() error {
+	var g errgroup.Group
+	g.SetLimit(goruntime.GOMAXPROCS(0))
+	for i, o := range n.objs {
+		g.Go(func() error {
+			u, err := normalize(o, n.id, n.metadataOnly, n.showSecrets)
+			if err != nil {
+				return fmt.Errorf("store %s: %w", n.store, err)
+			}
+			n.out[i] = u
+			return nil
+		})
+	}
+	err := g.Wait()
+	for i := range n.objs {
+		if err == nil {
+			err = n.fn(n.out[i])
+		}
+		n.objs[i], n.out[i] = nil, nil
+	}
+	n.objs = n.objs[:0]
+	return err
 }
