@@ -162,10 +162,7 @@ type listFraming struct {
 // format is not streamed.
 func listFramingFor(output string, showManagedFields bool) (listFraming, bool) {
 	wrap := func(p printers.ResourcePrinter) printers.ResourcePrinter {
-		if showManagedFields {
-			return p
-		}
-		return &printers.OmitManagedFieldsPrinter{Delegate: p}
+		return withManagedFields(p, showManagedFields)
 	}
 	switch output {
 	case "json":

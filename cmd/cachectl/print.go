@@ -88,10 +88,16 @@ func objectPrinter(cmd *cobra.Command, output string, allowMissingKeys, showMana
 	default:
 		return nil, usageErrorf(cmd, "unknown output format %q; one of: %s", output, strings.Join(outputFormats, ", "))
 	}
-	if !showManagedFields {
-		p = &printers.OmitManagedFieldsPrinter{Delegate: p}
+	return withManagedFields(p, showManagedFields), nil
+}
+
+// withManagedFields returns p, made to leave out managedFields as kubectl
+// does unless show (--show-managed-fields).
+func withManagedFields(p printers.ResourcePrinter, show bool) printers.ResourcePrinter {
+	if show {
+		return p
 	}
-	return p, nil
+	return &printers.OmitManagedFieldsPrinter{Delegate: p}
 }
 
 // tableOptions shape the table get prints.
