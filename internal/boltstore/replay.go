@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"sync"
@@ -8,34 +9,33 @@ import (
 	"github.com/boltinformer/boltinformer/cachefile"
 )
 
-// replayChunk and replayChunkBytes bound what Replay reads per read
-// transaction: at most replayChunk records, and records of about
-// replayChunkBytes as stored. One worker decodes a chunk; with W cores at
-// most W+2 chunks are read or decoded and not yet handed on (see Replay),
-// about 128 KiB of records on two cores, as much as the one chunk of
-// 128 KiB that every core decoded together before the replay was
-// pipelined. With 9.3 KB Pods from kube-apiserver (4.6 KB stored), 256 of
-// them in flight held a warm start's Go heap at 26-33 MB and 64 at 15-16
-// MB.
+// replayChunk and replayChunkBytes bound a chunk of Replay: at most
+// replayChunk records, and records of about replayChunkBytes as stored.
+// One worker decodes a chunk; with W cores at most W+1 chunks are being
+// decoded or waiting to be handed on (see Replay). With 9.3 KB Pods from
+// kube-apiserver (4.6 KB stored, 3-4 to a chunk), a warm start's Go heap
+// peaked at 13.9 MB with 16 KiB chunks and at 15.8 MB with 32 KiB ones
+// (benchreport -only real); before the replay was a pipeline, 256 Pods
+// decoded at once held it at 26-33 MB and 64 at 15-16 MB.
 const (
 	replayChunk      = 32
-	replayChunkBytes = 32 << 10
+	replayChunkBytes = 16 << 10
 )
 
-// Replay calls fn for every object in key order, one chunk (see
-// replayChunk) per read transaction (a streaming walk, like ForEach); it is
-// the warm-start replay, and it doubles as the check of every record
-// (DESIGN invariant 7): a record that does not decode (checksum, envelope
-// or payload) is never handed to fn. Instead damaged is called with its key
-// and the error, naming store and key; the walk goes on when damaged
-// returns nil and stops with its error otherwise. fn's error stops the walk
-// too. Every record is read once, copied out of the file in its chunk's
-// transaction.
+// Replay calls fn for every object in key order; it is the warm-start
+// replay, and it doubles as the check of every record (DESIGN invariant
+// 7): a record that does not decode (checksum, envelope or payload) is
+// never handed to fn. Instead damaged is called with its key and the
+// error, naming store and key; the walk goes on when damaged returns nil
+// and stops with its error otherwise. fn's error stops the walk too.
 //
-// With more than one core the replay is a pipeline: a reader copies the
-// chunks out of the file, one worker per core decodes them, each a chunk at
-// a time, and the caller's goroutine hands the objects on in key order, so
-// every core decodes while fn runs and the next chunk is read. Replay
+// It is a streaming walk, like ForEach: the records are taken in chunks
+// (see replayChunk), each decoded straight from the file in a read
+// transaction of its own, so no transaction is held for the whole walk and
+// no record is copied before it is decoded. With more than one core it is
+// a pipeline: a reader finds the chunks' bounds (keys only), one worker
+// per core decodes a chunk at a time, and the caller's goroutine hands the
+// objects on in key order while the next chunks are decoded. Replay
 // returns once those goroutines have ended.
 func (s *Store) Replay(fn func(obj interface{}) error, damaged func(key string, err error) error) error {
 	workers := runtime.GOMAXPROCS(0)
@@ -43,19 +43,18 @@ func (s *Store) Replay(fn func(obj interface{}) error, damaged func(key string, 
 		return s.replayInline(fn, damaged)
 	}
 	// ordered holds the chunks in key order; it bounds how far the reader
-	// runs ahead of the caller (workers chunks waiting, one the reader is
-	// filling, one being handed on).
-	ordered := make(chan *replayBatch, workers)
+	// runs ahead of the caller: workers-1 chunks waiting, one the reader is
+	// sending, one being handed on, so that every worker has a chunk to
+	// decode while the caller hands one on.
+	ordered := make(chan *replayBatch, workers-1)
 	work := make(chan *replayBatch, workers)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { s.readBatches(ordered, work, stop) })
+	wg.Go(func() { s.findBatches(ordered, work, stop) })
 	for range workers {
 		wg.Go(func() {
 			for b := range work {
-				for i := range b.items {
-					s.decodeItem(&b.items[i])
-				}
+				b.items, b.err = s.decodeChunk(b.bounds)
 				close(b.decoded)
 			}
 		})
@@ -72,20 +71,27 @@ func (s *Store) Replay(fn func(obj interface{}) error, damaged func(key string, 
 		if err := handOn(b.items, fn, damaged); err != nil {
 			return err
 		}
+		// The decoders keep every core busy: yield, so that the goroutines
+		// fn hands the objects to (an informer's listeners) take them now.
+		// Without it, a warm start of 10k kube-apiserver Pods left up to 150
+		// of them waiting per listener and peaked at 16.3 MB of Go heap;
+		// with it, 24 and 13.9 MB, and it synced sooner.
+		runtime.Gosched()
 	}
 	return nil
 }
 
-// replayInline is Replay on one core: read a chunk, decode it, hand it on.
+// replayInline is Replay on one core: find a chunk, decode it, hand it on.
 func (s *Store) replayInline(fn func(obj interface{}) error, damaged func(key string, err error) error) error {
 	var after []byte
 	for {
-		items, more, err := s.readChunk(&after)
-		if err != nil {
+		bounds, more, err := s.nextChunk(&after)
+		if err != nil || bounds.first == nil {
 			return err
 		}
-		for i := range items {
-			s.decodeItem(&items[i])
+		items, err := s.decodeChunk(bounds)
+		if err != nil {
+			return err
 		}
 		if err := handOn(items, fn, damaged); err != nil {
 			return err
@@ -96,26 +102,34 @@ func (s *Store) replayInline(fn func(obj interface{}) error, damaged func(key st
 	}
 }
 
+// chunkBounds are the first and last keys of a chunk, both included.
+type chunkBounds struct{ first, last []byte }
+
 // replayBatch is one chunk of a pipelined Replay.
 type replayBatch struct {
-	items []replayItem
-	// err is why the chunk could not be read; it has no items then.
+	bounds chunkBounds
+	items  []replayItem
+	// err is why the chunk could not be found or read; it has no items then.
 	err error
-	// decoded is closed once every item is decoded (at once when err is set).
+	// decoded is closed once every item is decoded (at once when err is set
+	// by the reader).
 	decoded chan struct{}
 }
 
-// readBatches reads the chunks of a Replay in key order and sends each to
+// findBatches finds the chunks of a Replay in key order and sends each to
 // ordered, for the caller, and then to work, for a decoder. It stops after
 // the last chunk, a failed read, or when stop is closed, and closes both
 // channels.
-func (s *Store) readBatches(ordered, work chan<- *replayBatch, stop <-chan struct{}) {
+func (s *Store) findBatches(ordered, work chan<- *replayBatch, stop <-chan struct{}) {
 	defer close(ordered)
 	defer close(work)
 	var after []byte
 	for {
-		items, more, err := s.readChunk(&after)
-		b := &replayBatch{items: items, err: err, decoded: make(chan struct{})}
+		bounds, more, err := s.nextChunk(&after)
+		if err == nil && bounds.first == nil {
+			return // no records
+		}
+		b := &replayBatch{bounds: bounds, err: err, decoded: make(chan struct{})}
 		if err != nil {
 			close(b.decoded)
 		}
@@ -157,30 +171,55 @@ func handOn(items []replayItem, fn func(obj interface{}) error, damaged func(key
 	return nil
 }
 
-// readChunk copies the records after *after (from the first if it is
-// empty) out of the file, up to replayChunk of them and the first to reach
-// replayChunkBytes, in one read transaction, and moves *after to the last.
-// more reports records after the chunk.
-func (s *Store) readChunk(after *[]byte) (items []replayItem, more bool, err error) {
+// nextChunk finds the chunk after *after (from the first record if it is
+// empty): up to replayChunk records, and the first to reach
+// replayChunkBytes, reading keys and record sizes only, in one read
+// transaction. It moves *after to the chunk's last key; more reports
+// records after the chunk. An empty store gives a chunk with nil bounds.
+func (s *Store) nextChunk(after *[]byte) (bounds chunkBounds, more bool, err error) {
 	err = s.view(func(b *cachefile.Buckets) error {
 		c := b.Objects.Cursor()
-		size := 0
+		n, size := 0, 0
 		for k, v := seekAfter(c, *after); k != nil; k, v = c.Next() {
-			if len(items) == replayChunk || size >= replayChunkBytes {
+			if n == replayChunk || size >= replayChunkBytes {
 				more = true
-				return nil
+				break
 			}
-			items = append(items, replayItem{key: string(k), raw: append([]byte(nil), v...)})
+			if n == 0 {
+				bounds.first = append([]byte(nil), k...)
+			}
 			*after = append((*after)[:0], k...)
+			n++
 			size += len(v)
+		}
+		if n > 0 {
+			bounds.last = append([]byte(nil), *after...)
 		}
 		return nil
 	})
-	return items, more, err
+	return bounds, more, err
 }
 
-// replayItem is one record of a Replay chunk: its bytes, then what they
-// decoded to.
+// decodeChunk decodes the records from bounds.first to bounds.last, in a
+// read transaction of its own, straight from the file. Records written in
+// that range since the chunk was found are decoded too, records deleted
+// since are not: each chunk is what the store held when it was read.
+func (s *Store) decodeChunk(bounds chunkBounds) (items []replayItem, err error) {
+	err = s.view(func(b *cachefile.Buckets) error {
+		c := b.Objects.Cursor()
+		for k, v := c.Seek(bounds.first); k != nil && bytes.Compare(k, bounds.last) <= 0; k, v = c.Next() {
+			it := replayItem{key: string(k)}
+			it.obj, _, it.err = s.decodeBytes(it.key, v)
+			items = append(items, it)
+		}
+		return nil
+	})
+	return items, err
+}
+
+// replayItem is one record of a Replay chunk or of a List: its key, its
+// bytes (List only; a chunk decodes straight from the file), then what
+// they decoded to.
 type replayItem struct {
 	key string
 	raw []byte

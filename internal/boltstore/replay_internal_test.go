@@ -15,7 +15,7 @@ import (
 
 // TestReplayChunkBoundedByBytes: a chunk holds replayChunk small records,
 // but large ones only up to about replayChunkBytes, and the chunks cover
-// every record once.
+// every record once, each decoded.
 func TestReplayChunkBoundedByBytes(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -50,13 +50,20 @@ func TestReplayChunkBoundedByBytes(t *testing.T) {
 			var after []byte
 			total := 0
 			for chunk := 0; ; chunk++ {
-				items, more, err := s.readChunk(&after)
+				bounds, more, err := s.nextChunk(&after)
+				if err != nil {
+					t.Fatal(err)
+				}
+				items, err := s.decodeChunk(bounds)
 				if err != nil {
 					t.Fatal(err)
 				}
 				size := 0
 				for _, it := range items {
-					size += len(it.raw)
+					if it.err != nil {
+						t.Fatalf("chunk %d: %s: %v", chunk, it.key, it.err)
+					}
+					size += storedSize(t, s, it.key)
 					if want := fmt.Sprintf("a/p%03d", total); it.key != want {
 						t.Fatalf("chunk %d: key %s, want %s", chunk, it.key, want)
 					}
@@ -74,4 +81,17 @@ func TestReplayChunkBoundedByBytes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// storedSize returns the length of the record stored under key.
+func storedSize(t *testing.T, s *Store, key string) int {
+	t.Helper()
+	n := 0
+	if err := s.view(func(b *cachefile.Buckets) error {
+		n = len(b.Objects.Get([]byte(key)))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
