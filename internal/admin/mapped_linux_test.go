@@ -114,3 +114,26 @@ func TestListReleasesTheFilesPages(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifyReleasesTheFilesPages: what cachectl check runs on a store
+// (decode every record, re-derive its key and index values) does not keep
+// the file's pages it read in the checker's RSS.
+func TestVerifyReleasesTheFilesPages(t *testing.T) {
+	path := largeFile(t)
+	l, err := admin.OpenFile(path, cachefile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	all := wholeMapped(t, l, path)
+	st, err := admin.OpenStore(context.Background(), l.DB(), admintest.PodStore, admintest.PodIndexers(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.MappedRSS(t, path); got > all/4 {
+		t.Errorf("Verify left %d bytes of the file in RSS; reading every record maps %d", got, all)
+	}
+}

@@ -10,16 +10,25 @@ import (
 // Verify checks the store as cachefile.CheckTx does and also decodes every
 // payload and re-runs the registered IndexFuncs, comparing their values with
 // the stored ones (DESIGN invariant 4). It returns an error wrapping
-// ErrInconsistent that lists the first problem.
+// ErrInconsistent that lists the first problem. It reads every record in
+// one read transaction and gives the file's pages back every
+// verifyReleaseEvery records (cachefile.ReleaseMappedTx), so a check of a
+// large file does not keep it all in the process's RSS.
 func (s *Store) Verify() error {
 	s.indexMu.RLock()
 	defer s.indexMu.RUnlock()
 	c := cachefile.NewChecker(100)
 	err := s.view(func(b *cachefile.Buckets) error {
 		c.Store(b)
+		n := 0
 		return b.Objects.ForEach(func(k, v []byte) error {
 			if c.Full() {
 				return nil
+			}
+			if n++; n%verifyReleaseEvery == 0 {
+				if err := cachefile.ReleaseMappedTx(b.Objects.Tx()); err != nil {
+					return err
+				}
 			}
 			rec, err := cachefile.DecodeRecord(k, v)
 			if err != nil {
@@ -53,6 +62,10 @@ func (s *Store) Verify() error {
 	}
 	return nil
 }
+
+// verifyReleaseEvery is how many records Verify reads between two
+// releases of the file's pages (as admin's List does).
+const verifyReleaseEvery = 256
 
 func nonNil(s []string) []string {
 	if s == nil {
