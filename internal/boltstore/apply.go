@@ -52,23 +52,22 @@ func (s *Store) Apply(ops []Op, rv string) ([]Change, error) {
 func (s *Store) ApplyWith(ops []Op, rv string, opts ApplyOptions) ([]Change, error) {
 	s.indexMu.RLock()
 	defer s.indexMu.RUnlock()
-	prepared := make([]*op, len(ops))
-	keys := make([]string, len(ops))
-	for i, o := range ops {
-		var p *op
-		var err error
-		switch o.Type {
+	prepared, i, err := prepareAll(len(ops), func(i int) (*op, error) {
+		switch o := ops[i]; o.Type {
 		case OpUpsert:
-			p, err = s.prepareUpsertLocked(o.Obj)
+			return s.prepareUpsertLocked(o.Obj)
 		case OpDelete:
-			p, err = s.prepareDelete(o.Obj)
+			return s.prepareDelete(o.Obj)
 		default:
-			err = fmt.Errorf("store %s: unknown op type %d", s.name, o.Type)
+			return nil, fmt.Errorf("store %s: unknown op type %d", s.name, o.Type)
 		}
-		if err != nil {
-			return nil, fmt.Errorf("op %d: %w", i, err)
-		}
-		prepared[i], keys[i] = p, p.key
+	})
+	if err != nil {
+		return nil, fmt.Errorf("op %d: %w", i, err)
+	}
+	keys := make([]string, len(ops))
+	for i, p := range prepared {
+		keys[i] = p.key
 	}
 	changes := make([]Change, len(ops))
 	olds := make([]*cachefile.Record, len(ops))
@@ -81,7 +80,7 @@ func (s *Store) ApplyWith(ops []Op, rv string, opts ApplyOptions) ([]Change, err
 			d.wait()
 		}
 	}()
-	err := s.write(keys, func() []hotEntry { return fillFor(prepared, changes) }, func(b *cachefile.Buckets) error {
+	err = s.write(keys, func() []hotEntry { return fillFor(prepared, changes) }, func(b *cachefile.Buckets) error {
 		for i, p := range prepared {
 			var err error
 			if changes[i], olds[i], err = s.applyTx(b, p, newerOnly); err != nil {
@@ -181,21 +180,22 @@ func (s *Store) BeginRelist(reason string) error {
 func (s *Store) ApplyListPage(ops []Op) ([]Change, error) {
 	s.indexMu.RLock()
 	defer s.indexMu.RUnlock()
-	prepared := make([]*op, len(ops))
-	keys := make([]string, len(ops))
 	for i, o := range ops {
 		if o.Type != OpUpsert {
 			return nil, fmt.Errorf("store %s: list item %d: %w", s.name, i, ErrNotUpsert)
 		}
-		p, err := s.prepareUpsertLocked(o.Obj)
-		if err != nil {
-			return nil, fmt.Errorf("list item %d: %w", i, err)
-		}
-		prepared[i], keys[i] = p, p.key
+	}
+	prepared, i, err := prepareAll(len(ops), func(i int) (*op, error) { return s.prepareUpsertLocked(ops[i].Obj) })
+	if err != nil {
+		return nil, fmt.Errorf("list item %d: %w", i, err)
+	}
+	keys := make([]string, len(ops))
+	for i, p := range prepared {
+		keys[i] = p.key
 	}
 	changes := make([]Change, len(ops))
 	olds := make([]*cachefile.Record, len(ops))
-	err := s.write(keys, func() []hotEntry { return fillFor(prepared, changes) }, func(b *cachefile.Buckets) error {
+	err = s.write(keys, func() []hotEntry { return fillFor(prepared, changes) }, func(b *cachefile.Buckets) error {
 		if b.State.Get(cachefile.StateRelist) == nil {
 			return ErrNoRelist
 		}

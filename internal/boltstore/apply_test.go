@@ -1,8 +1,11 @@
 package boltstore_test
 
 import (
+	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -114,5 +117,59 @@ func TestApplySkipOldOfDeletes(t *testing.T) {
 	}
 	if chs[1].Old != nil || chs[1].OldErr != nil {
 		t.Fatalf("delete: Old %v, OldErr %v; want neither with SkipOldOfDeletes", chs[1].Old, chs[1].OldErr)
+	}
+}
+
+// TestLargeBatchesArePreparedOnEveryCore: a batch large enough to be
+// prepared (keys, encoding, index values) on several goroutines fails as a
+// whole with the error of its first bad op, writing nothing, and otherwise
+// stores every object with its index values and reports the changes in op
+// order; the same holds for a relist page and for Replace.
+func TestLargeBatchesArePreparedOnEveryCore(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
+	const n = 300
+	pods := func(bad ...int) []boltstore.Op {
+		ops := make([]boltstore.Op, n)
+		for i := range ops {
+			ops[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: testutil.Pod("a", fmt.Sprintf("p%03d", i), "5", testutil.Node(fmt.Sprintf("n%d", i%7)))}
+		}
+		for _, i := range bad {
+			ops[i].Obj = &v1.ConfigMap{}
+		}
+		return ops
+	}
+	s := boltstoretest.Open(t, "pods", podOpts())
+
+	if _, err := s.Apply(pods(250, 70, 71), "6"); !errors.Is(err, boltstore.ErrWrongType) || !strings.HasPrefix(err.Error(), "op 70: ") {
+		t.Fatalf("Apply with bad ops 70, 71, 250: %v; want op 70's ErrWrongType", err)
+	}
+	if err := s.Replace([]interface{}{testutil.Pod("a", "x", "1"), &v1.ConfigMap{}}, "1"); !errors.Is(err, boltstore.ErrWrongType) {
+		t.Fatalf("Replace with a bad item: %v; want ErrWrongType", err)
+	}
+	if keys := s.ListKeys(); len(keys) != 0 {
+		t.Fatalf("failed batches stored %d keys", len(keys))
+	}
+
+	chs, err := s.Apply(pods(), "6")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ch := range chs {
+		if want := fmt.Sprintf("a/p%03d", i); ch.Key != want || ch.Type != boltstore.Added {
+			t.Fatalf("change %d: %s %s; want %s Added", i, ch.Key, ch.Type, want)
+		}
+	}
+	for node := range 7 {
+		objs, err := s.ByIndex("node", fmt.Sprintf("n%d", node))
+		if want := (n - node + 6) / 7; err != nil || len(objs) != want {
+			t.Fatalf("ByIndex node n%d: %d objects, %v; want %d", node, len(objs), err, want)
+		}
+	}
+
+	if err := s.BeginRelist("test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyListPage(pods(90, 200)); !errors.Is(err, boltstore.ErrWrongType) || !strings.HasPrefix(err.Error(), "list item 90: ") {
+		t.Fatalf("ApplyListPage with bad items 90, 200: %v; want item 90's ErrWrongType", err)
 	}
 }

@@ -87,16 +87,12 @@ func (s *Store) Delete(obj interface{}) error {
 func (s *Store) Replace(list []interface{}, resourceVersion string) error {
 	s.indexMu.RLock()
 	defer s.indexMu.RUnlock()
-	ops := make([]*op, 0, len(list))
-	for _, obj := range list {
-		o, err := s.prepareUpsertLocked(obj)
-		if err != nil {
-			return err
-		}
-		ops = append(ops, o)
+	ops, _, err := prepareAll(len(list), func(i int) (*op, error) { return s.prepareUpsertLocked(list[i]) })
+	if err != nil {
+		return err
 	}
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].key < ops[j].key })
-	err := s.write(nil, nil, func(b *cachefile.Buckets) error {
+	err = s.write(nil, nil, func(b *cachefile.Buckets) error {
 		kept := map[string][]byte{}
 		for _, k := range [][]byte{cachefile.StateRV, cachefile.StateRVUpdatedAt, cachefile.StateCluster} {
 			if v := b.State.Get(k); v != nil {
