@@ -40,6 +40,9 @@ type InformerOptions struct {
 	ResyncPeriod time.Duration
 	// Indexers are the informer's indexes; IndexVersions tag their
 	// definitions (change a tag to rebuild that index on the next start).
+	// An IndexFunc may be called on several goroutines at once (a large
+	// batch is encoded and indexed on every core), as client-go's
+	// Indexer.Index can call it: it must not change shared state.
 	Indexers      cache.Indexers
 	IndexVersions map[string]string
 
