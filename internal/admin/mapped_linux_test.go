@@ -49,6 +49,19 @@ func wholeMapped(t *testing.T, l *admin.Local, path string) int64 {
 	return rss
 }
 
+// openLargeMapped opens a large file (closed at the test's end) and returns
+// it, its path and how much of it reading every record maps.
+func openLargeMapped(t *testing.T) (*admin.Local, string, int64) {
+	t.Helper()
+	path := largeFile(t)
+	l, err := admin.OpenFile(path, cachefile.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l, path, wholeMapped(t, l, path)
+}
+
 // TestInfoAndGetByNameMapLittle: what cachectl get NAME reads (Info, then
 // the object by name, through a store opened by probing its type) maps a
 // few pages of the file, not a share of it. The bound is loose (these small
@@ -56,13 +69,7 @@ func wholeMapped(t *testing.T, l *admin.Local, path string) int64 {
 // fault-around varies): it catches a walk, not a page; scenario 10 of the
 // bench measures the pages on a 300k-Pod file.
 func TestInfoAndGetByNameMapLittle(t *testing.T) {
-	path := largeFile(t)
-	l, err := admin.OpenFile(path, cachefile.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	all := wholeMapped(t, l, path)
+	l, path, all := openLargeMapped(t)
 	ctx := context.Background()
 	info, err := l.Info(ctx)
 	if err != nil {
@@ -119,13 +126,7 @@ func TestListReleasesTheFilesPages(t *testing.T) {
 // (decode every record, re-derive its key and index values) does not keep
 // the file's pages it read in the checker's RSS.
 func TestVerifyReleasesTheFilesPages(t *testing.T) {
-	path := largeFile(t)
-	l, err := admin.OpenFile(path, cachefile.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	all := wholeMapped(t, l, path)
+	l, path, all := openLargeMapped(t)
 	st, err := admin.OpenStore(context.Background(), l.DB(), admintest.PodStore, admintest.PodIndexers(), nil)
 	if err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package boltstore
 import (
 	"math/rand"
 	"reflect"
-	"sort"
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
@@ -32,14 +31,8 @@ func decodeBoth(typ reflect.Type, plan *sizePlan, data []byte) (plain, sized int
 // (reflect.DeepEqual: nil and empty differ) what generated Unmarshal gives
 // alone.
 func TestPresizeDecodesTheSameEveryType(t *testing.T) {
-	types := storableTypes(t)
-	names := make([]string, 0, len(types))
-	for n := range types {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	codecs := serializer.NewCodecFactory(scheme.Scheme)
-	f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(7), codecs).NilChance(0.3).NumElements(0, 3).MaxDepth(12)
+	types, names := storableTypesSorted(t)
+	f := typeFuzzer(7, 3)
 	planned := 0
 	for _, name := range names {
 		typ := types[name]

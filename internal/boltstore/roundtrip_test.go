@@ -72,17 +72,29 @@ func storableTypes(t *testing.T) map[string]reflect.Type {
 	return out
 }
 
-// TestCodecRoundTripEveryType fuzzes every storable built-in type and checks
-// that each object, and its unstructured form, comes back semantically equal.
-func TestCodecRoundTripEveryType(t *testing.T) {
+// storableTypesSorted returns storableTypes and their names in order.
+func storableTypesSorted(t *testing.T) (map[string]reflect.Type, []string) {
 	types := storableTypes(t)
 	names := make([]string, 0, len(types))
 	for n := range types {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	return types, names
+}
+
+// typeFuzzer fills objects of client-go's scheme from seed, with up to
+// maxElements in each slice and map.
+func typeFuzzer(seed int64, maxElements int) interface{ Fill(obj interface{}) } {
 	codecs := serializer.NewCodecFactory(scheme.Scheme)
-	f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(42), codecs).NilChance(0.3).NumElements(0, 2).MaxDepth(12)
+	return fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(seed), codecs).NilChance(0.3).NumElements(0, maxElements).MaxDepth(12)
+}
+
+// TestCodecRoundTripEveryType fuzzes every storable built-in type and checks
+// that each object, and its unstructured form, comes back semantically equal.
+func TestCodecRoundTripEveryType(t *testing.T) {
+	types, names := storableTypesSorted(t)
+	f := typeFuzzer(42, 2)
 	protobufTypes := 0
 	for _, name := range names {
 		typ := types[name]
