@@ -54,9 +54,11 @@ func (inf *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandl
 	defer l.EndReplay()
 	if inf.started {
 		start := inf.clock.Now()
-		err := inf.store.ForEach(func(obj interface{}) error {
+		// The warm start's replay, decoding on every core; a record that
+		// does not decode fails the registration, naming its key.
+		err := inf.store.Replay(func(obj interface{}) error {
 			return l.Add(processor.Add{Obj: obj, IsInInitialList: true})
-		})
+		}, func(_ string, err error) error { return err })
 		if err != nil {
 			_ = inf.processor.RemoveListener(l)
 			return nil, fmt.Errorf("replay stored objects to new handler: %w", err)

@@ -2,11 +2,13 @@ package boltinformer_test
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/boltinformer/boltinformer"
@@ -134,5 +136,80 @@ func TestDamagedRecordFoundByTheReplayRelists(t *testing.T) {
 	}
 	if ps := cachefile.Check(path, cachefile.CheckOptions{}, time.Second); len(ps) != 0 {
 		t.Fatalf("check after the rebuild: %v", ps)
+	}
+}
+
+// garbagePayload replaces the payload of the record stored under key with
+// bytes that do not decode, in a record whose checksum holds: a record
+// check by checksum passes it, a decode does not.
+func garbagePayload(t *testing.T, path, key string) {
+	t.Helper()
+	b, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	err = b.Update(func(tx *bolt.Tx) error {
+		s, err := cachefile.StoreTx(tx, "Pod.v1")
+		if err != nil {
+			return err
+		}
+		rec, err := cachefile.DecodeRecord([]byte(key), s.Objects.Get([]byte(key)))
+		if err != nil {
+			return err
+		}
+		rec.Compression, rec.Payload = cachefile.CompressionNone, []byte{0x0a, 0xff, 0x01}
+		enc, err := cachefile.EncodeRecord([]byte(key), rec)
+		if err != nil {
+			return err
+		}
+		return s.Objects.Put([]byte(key), enc)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLateHandlerReplayFailsOnAPayloadThatDoesNotDecode: a handler added
+// to a running informer is sent the stored objects by the same pipelined
+// replay as a warm start. A record whose checksum holds (the informer
+// started: without a replay, its start checks checksums only) but whose
+// payload does not decode fails the registration with ErrCorruptRecord
+// naming the key, and the handler is sent nothing from that key on.
+func TestLateHandlerReplayFailsOnAPayloadThatDoesNotDecode(t *testing.T) {
+	path := syncedFile(t) // a@8 b@9 c@10
+	garbagePayload(t, path, "ns/b")
+	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf, err := c.NewInformer(newRecordingLW("10"), &v1.Pod{}, boltinformer.InformerOptions{WatchList: reflector.WatchListOff, DisableReplay: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+		if err := c.Close(); err != nil {
+			t.Error(err)
+		}
+	}()
+	testutil.Eventually(t, "the informer to sync", waitTimeout, inf.HasSynced)
+
+	rec := newRecorder()
+	_, err = inf.AddEventHandler(rec)
+	if !errors.Is(err, cachefile.ErrCorruptRecord) || !strings.Contains(err.Error(), `"ns/b"`) {
+		t.Fatalf("AddEventHandler over a payload that does not decode: %v; want ErrCorruptRecord naming ns/b", err)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if _, ok := rec.perKey["ns/b"]; ok {
+		t.Fatalf("the handler was sent the damaged record: %v", rec.perKey)
+	}
+	if _, ok := rec.perKey["ns/c"]; ok {
+		t.Fatalf("the replay went on past the damaged record: %v", rec.perKey)
 	}
 }
