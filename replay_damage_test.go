@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/boltinformer/boltinformer"
@@ -144,30 +143,14 @@ func TestDamagedRecordFoundByTheReplayRelists(t *testing.T) {
 // check by checksum passes it, a decode does not.
 func garbagePayload(t *testing.T, path, key string) {
 	t.Helper()
-	b, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	err = b.Update(func(tx *bolt.Tx) error {
-		s, err := cachefile.StoreTx(tx, "Pod.v1")
+	editRecord(t, path, key, func(v []byte) ([]byte, error) {
+		rec, err := cachefile.DecodeRecord([]byte(key), v)
 		if err != nil {
-			return err
-		}
-		rec, err := cachefile.DecodeRecord([]byte(key), s.Objects.Get([]byte(key)))
-		if err != nil {
-			return err
+			return nil, err
 		}
 		rec.Compression, rec.Payload = cachefile.CompressionNone, []byte{0x0a, 0xff, 0x01}
-		enc, err := cachefile.EncodeRecord([]byte(key), rec)
-		if err != nil {
-			return err
-		}
-		return s.Objects.Put([]byte(key), enc)
+		return cachefile.EncodeRecord([]byte(key), rec)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // TestLateHandlerReplayFailsOnAPayloadThatDoesNotDecode: a handler added

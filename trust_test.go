@@ -128,6 +128,16 @@ func TestIndexerWritesNeverMoveTheWatermark(t *testing.T) {
 // flipRecordByte damages one stored record of store Pod.v1 in a closed file.
 func flipRecordByte(t *testing.T, path, key string) {
 	t.Helper()
+	editRecord(t, path, key, func(v []byte) ([]byte, error) {
+		v[len(v)/2] ^= 0x08
+		return v, nil
+	})
+}
+
+// editRecord replaces the record stored under key in store Pod.v1 of a
+// closed file with what edit makes of a copy of it.
+func editRecord(t *testing.T, path, key string, edit func(v []byte) ([]byte, error)) {
+	t.Helper()
 	b, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -138,8 +148,10 @@ func flipRecordByte(t *testing.T, path, key string) {
 		if err != nil {
 			return err
 		}
-		v := append([]byte(nil), s.Objects.Get([]byte(key))...)
-		v[len(v)/2] ^= 0x08
+		v, err := edit(append([]byte(nil), s.Objects.Get([]byte(key))...))
+		if err != nil {
+			return err
+		}
 		return s.Objects.Put([]byte(key), v)
 	})
 	if err != nil {
