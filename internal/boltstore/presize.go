@@ -51,12 +51,13 @@ type sizeField struct {
 	sub   *sizePlan    // embedded and pointer messages
 }
 
-// maxCounted bounds the counted fields of one message (PodSpec has 17);
-// the counters live on the stack. Fields past it are not presized.
-const maxCounted = 48
+// maxCounted bounds the counted fields of one message (PodSpec has 9, no
+// built-in type more than 10); the counters live on the stack. Fields past
+// it are not presized.
+const maxCounted = 32
 
 // maxFieldNumber bounds the field numbers a plan indexes; fields past it
-// are not presized (the largest in Kubernetes' core types is under 60).
+// are not presized (the built-in types' plans index up to 44).
 const maxFieldNumber = 1024
 
 var (
