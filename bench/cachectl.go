@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -162,8 +161,8 @@ func (d *driver) runCachectl(ctx context.Context) error {
 func runCachectlOnce(ctx context.Context, exe string, args []string) (CachectlRun, error) {
 	r := CachectlRun{Args: args}
 	cmd := exec.CommandContext(ctx, exe, args...)
-	out := &byteCounter{w: io.Discard}
-	cmd.Stdout = out
+	var out byteCounter
+	cmd.Stdout = &out
 	var stderr limitedBuffer
 	cmd.Stderr = &stderr
 	start := time.Now()
@@ -195,20 +194,16 @@ func runCachectlOnce(ctx context.Context, exe string, args []string) (CachectlRu
 	if err != nil {
 		return r, fmt.Errorf("%w: %s", err, stderr.String())
 	}
-	r.StdoutBytes, r.MaxRSS, r.MaxRSSAnon, r.MaxRSSFile = out.n, int64(peak.VmHWM), int64(peak.RssAnon), int64(peak.RssFile)
+	r.StdoutBytes, r.MaxRSS, r.MaxRSSAnon, r.MaxRSSFile = int64(out), int64(peak.VmHWM), int64(peak.RssAnon), int64(peak.RssFile)
 	return r, nil
 }
 
-// byteCounter counts the bytes it passes on.
-type byteCounter struct {
-	w io.Writer
-	n int64
-}
+// byteCounter counts the bytes written to it and keeps none.
+type byteCounter int64
 
 func (c *byteCounter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+	*c += byteCounter(len(p))
+	return len(p), nil
 }
 
 // limitedBuffer keeps the first 4 KiB written to it (a failed command's stderr).

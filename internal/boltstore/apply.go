@@ -65,10 +65,7 @@ func (s *Store) ApplyWith(ops []Op, rv string, opts ApplyOptions) ([]Change, err
 	if err != nil {
 		return nil, fmt.Errorf("op %d: %w", i, err)
 	}
-	keys := make([]string, len(ops))
-	for i, p := range prepared {
-		keys[i] = p.key
-	}
+	keys := opKeys(prepared)
 	changes := make([]Change, len(ops))
 	olds := make([]*cachefile.Record, len(ops))
 	var advanced bool
@@ -189,10 +186,7 @@ func (s *Store) ApplyListPage(ops []Op) ([]Change, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list item %d: %w", i, err)
 	}
-	keys := make([]string, len(ops))
-	for i, p := range prepared {
-		keys[i] = p.key
-	}
+	keys := opKeys(prepared)
 	changes := make([]Change, len(ops))
 	olds := make([]*cachefile.Record, len(ops))
 	err = s.write(keys, func() []hotEntry { return fillFor(prepared, changes) }, func(b *cachefile.Buckets) error {

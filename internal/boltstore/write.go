@@ -423,6 +423,15 @@ func (d *oldDecoding) fill(changes []Change) {
 	}
 }
 
+// opKeys returns the keys of prepared, in order.
+func opKeys(prepared []*op) []string {
+	keys := make([]string, len(prepared))
+	for i, p := range prepared {
+		keys[i] = p.key
+	}
+	return keys
+}
+
 // preparePerWorker is how many ops of a batch make it worth another
 // goroutine in prepareAll: preparing a 4.4 KB Pod (key, encode, compress,
 // index values) takes about 15 µs.
