@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -163,6 +164,13 @@ func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, clu
 	return p
 }
 
+// encodingKeeper is a ListerWatcher that keeps the protobuf bytes each
+// object it delivers was decoded from (reflector.ListWatch).
+type encodingKeeper interface {
+	KeepEncoded()
+	TakeEncoded(obj runtime.Object) ([]byte, bool)
+}
+
 // newPipelineLocked reads the store's state and builds the queue and the
 // reflector, or returns nil if the informer has already run or the state
 // cannot be read. clusterRelist, when set, is why the first list must be a
@@ -191,6 +199,12 @@ func (inf *Informer) newPipelineLocked(logger klog.Logger, clusterRelist reflect
 		if rebuilt {
 			rv, relisting = "", false // the store is empty: a cold start
 		}
+	}
+	// A ListWatch that keeps the bytes each object arrived in spares the
+	// store encoding it again, unless a transform changes the objects.
+	if k, ok := inf.lw.(encodingKeeper); ok && inf.transform == nil {
+		k.KeepEncoded()
+		inf.store.UseReceivedEncoding(k.TakeEncoded)
 	}
 	// A warm start is synced once the replay is distributed and the watch
 	// from the stored RV is established; the two run at the same time.

@@ -345,7 +345,11 @@ func runSync(ctx context.Context, spec Spec) (Result, error) {
 		return res, err
 	}
 	h := &countingHandler{}
-	u, err := startInformer(ctx, spec, PodListWatch(cs, "", spec.LabelSelector), h)
+	lw := PodListWatch(cs, "", spec.LabelSelector)
+	if spec.Impl == ImplBolt {
+		lw = ParallelPodListWatch(cs, "", spec.LabelSelector, !spec.Target.JSON)
+	}
+	u, err := startInformer(ctx, spec, lw, h)
 	if err != nil {
 		return res, err
 	}

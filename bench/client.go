@@ -12,8 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // Target says which apiserver a child talks to.
@@ -141,6 +144,22 @@ func PodListWatch(cs kubernetes.Interface, namespace, labelSelector string) cach
 			return cs.CoreV1().Pods(namespace).Watch(ctx, o)
 		},
 	}, cs)
+}
+
+// ParallelPodListWatch lists and watches Pods with the same requests as
+// PodListWatch, through boltinformer's reflector.ListWatch, which decodes
+// each WATCH response on every core. The JSON target asks for JSON, as the
+// generated client configured for it does.
+func ParallelPodListWatch(cs kubernetes.Interface, namespace, labelSelector string, protobuf bool) cache.ListerWatcher {
+	return reflector.NewListWatch(cs.CoreV1().RESTClient(), "pods", scheme.Scheme, reflector.ListWatchOptions{
+		Namespace:      namespace,
+		PreferProtobuf: protobuf,
+		TweakListOptions: func(o *metav1.ListOptions) {
+			if labelSelector != "" {
+				o.LabelSelector = labelSelector
+			}
+		},
+	})
 }
 
 // podIndexers are the indexes every informer of the benchmarks has: the

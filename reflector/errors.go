@@ -30,6 +30,9 @@ var (
 	// ErrWatchListNotHonored means a WatchList stream sent something other than ADDED before its initial-events-end bookmark.
 	ErrWatchListNotHonored = errors.New("reflector: server did not honor sendInitialEvents")
 
+	// ErrWatchFormat means a WATCH response (of a ListWatch) is in a format other than protobuf or JSON.
+	ErrWatchFormat = errors.New("reflector: watch response is neither protobuf nor JSON")
+
 	// errRelistRequested ends a watch for a relist asked for with RequestRelist.
 	errRelistRequested = errors.New("reflector: relist requested")
 )

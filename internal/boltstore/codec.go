@@ -1,6 +1,8 @@
 package boltstore
 
 import (
+	"github.com/boltinformer/boltinformer/internal/presize"
+
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -45,8 +47,11 @@ type objectCodec struct {
 	// lastType is the last apiVersion and kind decoded (see typeStrings).
 	lastType atomic.Pointer[[2]string]
 	// sizes presizes a protobuf object's slices and maps before it is
-	// decoded (presize.go); nil when the type has nothing to presize.
-	sizes *sizePlan
+	// decoded (internal/presize); nil when the type has nothing to presize.
+	sizes *presize.Plan
+	// received, when set, returns the protobuf bytes an object was decoded
+	// from, which encode then uses as they are (Store.UseReceivedEncoding).
+	received atomic.Pointer[func(runtime.Object) ([]byte, bool)]
 }
 
 func newObjectCodec(example runtime.Object) (*objectCodec, error) {
@@ -63,7 +68,7 @@ func newObjectCodec(example runtime.Object) (*objectCodec, error) {
 		c.id = cachefile.CodecUnstructuredJSON
 	case t.Implements(reflect.TypeOf((*protoMessage)(nil)).Elem()):
 		c.id = cachefile.CodecProtobuf
-		c.sizes = sizePlanFor(t.Elem())
+		c.sizes = presize.For(t.Elem())
 	default:
 		c.id = cachefile.CodecJSON
 	}
@@ -71,14 +76,19 @@ func newObjectCodec(example runtime.Object) (*objectCodec, error) {
 }
 
 // encode returns the payload of obj in the store's codec, built in *buf
-// (grown as needed) when the codec is protobuf. obj must be of the store's
-// type.
+// (grown as needed) when the codec is protobuf, or the bytes obj was
+// received in. obj must be of the store's type.
 func (c *objectCodec) encode(obj runtime.Object, buf *[]byte) (cachefile.Codec, []byte, error) {
 	if reflect.TypeOf(obj) != c.ptr {
 		return 0, nil, fmt.Errorf("%w: store holds %s, got %T", ErrWrongType, c.name, obj)
 	}
 	switch c.id {
 	case cachefile.CodecProtobuf:
+		if received := c.received.Load(); received != nil {
+			if b, ok := (*received)(obj); ok {
+				return c.id, b, nil
+			}
+		}
 		m := obj.(protoMessage)
 		size := m.Size()
 		if cap(*buf) < size {
@@ -186,7 +196,7 @@ func (c *objectCodec) decodePayload(v *cachefile.RecordView, payload []byte) (ru
 			return nil, fmt.Errorf("%w: protobuf record but %s has no protobuf methods", cachefile.ErrCorruptRecord, c.name)
 		}
 		if c.sizes != nil {
-			c.sizes.presize(ptr.Elem(), payload)
+			c.sizes.Presize(ptr.Elem(), payload)
 		}
 		if err := obj.Unmarshal(payload); err != nil {
 			return nil, fmt.Errorf("%w: protobuf decode %s: %v", cachefile.ErrCorruptRecord, c.name, err)

@@ -1,6 +1,8 @@
 package boltstore
 
 import (
+	"github.com/boltinformer/boltinformer/internal/presize"
+
 	"math/rand"
 	"reflect"
 	"testing"
@@ -17,11 +19,11 @@ import (
 // decodeBoth decodes data into a new object of typ twice, as generated
 // Unmarshal does alone and after plan presized it, and returns both
 // objects and both errors.
-func decodeBoth(typ reflect.Type, plan *sizePlan, data []byte) (plain, sized interface{}, plainErr, sizedErr error) {
+func decodeBoth(typ reflect.Type, plan *presize.Plan, data []byte) (plain, sized interface{}, plainErr, sizedErr error) {
 	p := reflect.New(typ)
 	plainErr = p.Interface().(protoMessage).Unmarshal(data)
 	s := reflect.New(typ)
-	plan.presize(s.Elem(), data)
+	plan.Presize(s.Elem(), data)
 	sizedErr = s.Interface().(protoMessage).Unmarshal(data)
 	return p.Interface(), s.Interface(), plainErr, sizedErr
 }
@@ -36,7 +38,7 @@ func TestPresizeDecodesTheSameEveryType(t *testing.T) {
 	planned := 0
 	for _, name := range names {
 		typ := types[name]
-		plan := sizePlanFor(typ)
+		plan := presize.For(typ)
 		if plan == nil {
 			continue
 		}
@@ -91,7 +93,7 @@ func TestPresizeSizesPodsFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got v1.Pod
-	sizePlanFor(reflect.TypeFor[v1.Pod]()).presize(reflect.ValueOf(&got).Elem(), data)
+	presize.For(reflect.TypeFor[v1.Pod]()).Presize(reflect.ValueOf(&got).Elem(), data)
 	for what, c := range map[string][2]int{
 		"ownerReferences":          {cap(got.OwnerReferences), 2},
 		"containers":               {cap(got.Spec.Containers), 3},
@@ -120,7 +122,7 @@ func TestPresizeSizesPodsFields(t *testing.T) {
 // same object, exactly as it does without it.
 func TestPresizeOnDamagedPayloads(t *testing.T) {
 	typ := reflect.TypeFor[v1.Pod]()
-	plan := sizePlanFor(typ)
+	plan := presize.For(typ)
 	codecs := serializer.NewCodecFactory(scheme.Scheme)
 	f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(3), codecs).NilChance(0.2).NumElements(1, 3).MaxDepth(10)
 	rnd := rand.New(rand.NewSource(11))
@@ -165,14 +167,14 @@ func (*sizeNode) Unmarshal([]byte) error { return nil }
 // TestPresizeRecursiveType: a type that holds itself gets a plan (building
 // it ends), and presizing follows the payload's nesting.
 func TestPresizeRecursiveType(t *testing.T) {
-	plan := sizePlanFor(reflect.TypeFor[sizeNode]())
+	plan := presize.For(reflect.TypeFor[sizeNode]())
 	if plan == nil {
 		t.Fatal("no plan for a recursive type with a repeated field")
 	}
 	// next { children {} children {} children {} }, then one child.
 	data := []byte{0x12, 0x06, 0x0a, 0x00, 0x0a, 0x00, 0x0a, 0x00, 0x0a, 0x00}
 	var n sizeNode
-	plan.presize(reflect.ValueOf(&n).Elem(), data)
+	plan.Presize(reflect.ValueOf(&n).Elem(), data)
 	if n.Next == nil || cap(n.Next.Children) != 3 || cap(n.Children) != 1 || n.Next.Next != nil {
 		t.Fatalf("presized %+v; want next with room for 3 children and room for 1 child", n)
 	}

@@ -11,6 +11,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/cachefile"
@@ -384,5 +386,52 @@ func TestStreamingReads(t *testing.T) {
 	s.ForEachKey(func(string) error { keys++; return nil })
 	if keys != 1001 {
 		t.Fatalf("ForEachKey %d", keys)
+	}
+}
+
+// With UseReceivedEncoding, a protobuf store writes the bytes the hook
+// returns for an object instead of encoding it (here the object with an
+// annotation added, so that it shows), and encodes the objects it returns
+// nothing for; a store of another codec never asks.
+func TestStoreWritesReceivedEncoding(t *testing.T) {
+	s := boltstoretest.Open(t, "pods", podOpts())
+	sent, other := testutil.Pod("a", "sent", "10"), testutil.Pod("a", "other", "11")
+	received := sent.DeepCopy()
+	received.Annotations = map[string]string{"encoding": "as received"}
+	b, err := received.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.UseReceivedEncoding(func(obj runtime.Object) ([]byte, bool) {
+		if obj == runtime.Object(sent) {
+			return b, true
+		}
+		return nil, false
+	})
+	if _, err := s.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: sent}, {Type: boltstore.OpUpsert, Obj: other}}, "11"); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := s.GetByKey("a/sent")
+	if err != nil || !ok || got.(*v1.Pod).Annotations["encoding"] != "as received" {
+		t.Fatalf("a/sent: got %v %v %v, want the object decoded from the received bytes", got, ok, err)
+	}
+	got, ok, err = s.GetByKey("a/other")
+	if err != nil || !ok || !apiequality.Semantic.DeepEqual(got, other) {
+		t.Fatalf("a/other: got %v %v %v, want the object as given", got, ok, err)
+	}
+
+	u := boltstoretest.Open(t, "widgets", boltstore.StoreOptions{Object: &unstructured.Unstructured{}})
+	u.UseReceivedEncoding(func(runtime.Object) ([]byte, bool) {
+		t.Error("a store of unstructured objects asked for received bytes")
+		return nil, false
+	})
+	w := &unstructured.Unstructured{}
+	w.SetAPIVersion("example.com/v1")
+	w.SetKind("Widget")
+	w.SetNamespace("a")
+	w.SetName("w")
+	w.SetResourceVersion("5")
+	if _, err := u.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: w}}, "5"); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -1,4 +1,8 @@
-package boltstore
+// Package presize makes the slices and maps of a Kubernetes API object as
+// large as a protobuf payload will fill them, before the type's generated
+// Unmarshal decodes it. The store's decode and the reflector's watch decode
+// use it.
+package presize
 
 import (
 	"encoding/binary"
@@ -11,7 +15,7 @@ import (
 // The generated protobuf code of Kubernetes API types decodes a repeated
 // field by appending one element at a time (Pod.Unmarshal: 290 allocations
 // and 23 KB for a 4.4 KB Pod; its slices of containers, volumes and
-// conditions grow 1, 2, 4, 8, each step a copy). A sizePlan counts, in one
+// conditions grow 1, 2, 4, 8, each step a copy). A Plan counts, in one
 // pass over the payload, how many elements each such field will get and
 // makes its slice or map that large before Unmarshal runs, which then
 // appends without growing: 22% fewer bytes allocated and 10% less time for
@@ -26,10 +30,10 @@ import (
 // differential test compares them); a payload it cannot parse is left to
 // Unmarshal to reject.
 
-// sizePlan is how to presize one message type: its fields by protobuf
+// Plan is how to presize one message type: its fields by protobuf
 // field number (only those of wire type bytes that it counts or descends
 // into).
-type sizePlan struct {
+type Plan struct {
 	fields []sizeField // indexed by field number; kind 0 for the others
 	counts int         // how many fields are counted
 }
@@ -48,7 +52,7 @@ type sizeField struct {
 	index int          // the struct field
 	typ   reflect.Type // the field's type
 	slot  int          // counted fields: the counter's index
-	sub   *sizePlan    // embedded and pointer messages
+	sub   *Plan        // embedded and pointer messages
 }
 
 // maxCounted bounds the counted fields of one message (PodSpec has 9, no
@@ -64,22 +68,22 @@ var (
 	unmarshalerType = reflect.TypeFor[interface{ Unmarshal([]byte) error }]()
 	// sizePlans caches the plans by struct type; a nil plan means the type
 	// has nothing to presize.
-	sizePlans sync.Map // reflect.Type -> *sizePlan
+	sizePlans sync.Map // reflect.Type -> *Plan
 	buildMu   sync.Mutex
 )
 
-// sizePlanFor returns the plan of struct type t, or nil when nothing in it
+// For returns the plan of struct type t, or nil when nothing in it
 // can be presized.
-func sizePlanFor(t reflect.Type) *sizePlan {
+func For(t reflect.Type) *Plan {
 	if p, ok := sizePlans.Load(t); ok {
-		return p.(*sizePlan)
+		return p.(*Plan)
 	}
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	if p, ok := sizePlans.Load(t); ok {
-		return p.(*sizePlan)
+		return p.(*Plan)
 	}
-	building := map[reflect.Type]*sizePlan{}
+	building := map[reflect.Type]*Plan{}
 	root := buildPlan(t, building)
 	prunePlans(building)
 	for typ, p := range building {
@@ -96,14 +100,14 @@ func sizePlanFor(t reflect.Type) *sizePlan {
 
 // buildPlan builds the plan of t and of every message type it reaches,
 // into building (which also breaks the cycles of recursive types).
-func buildPlan(t reflect.Type, building map[reflect.Type]*sizePlan) *sizePlan {
+func buildPlan(t reflect.Type, building map[reflect.Type]*Plan) *Plan {
 	if p, ok := building[t]; ok {
 		return p
 	}
-	if p, ok := sizePlans.Load(t); ok && p.(*sizePlan) != nil {
-		return p.(*sizePlan)
+	if p, ok := sizePlans.Load(t); ok && p.(*Plan) != nil {
+		return p.(*Plan)
 	}
-	p := &sizePlan{}
+	p := &Plan{}
 	building[t] = p
 	for i := range t.NumField() {
 		sf := t.Field(i)
@@ -136,7 +140,7 @@ func buildPlan(t reflect.Type, building map[reflect.Type]*sizePlan) *sizePlan {
 
 // prunePlans drops the fields that descend into plans with nothing to
 // presize, until none is left (recursive types make this a fixpoint).
-func prunePlans(plans map[reflect.Type]*sizePlan) {
+func prunePlans(plans map[reflect.Type]*Plan) {
 	for changed := true; changed; {
 		changed = false
 		for _, p := range plans {
@@ -152,7 +156,7 @@ func prunePlans(plans map[reflect.Type]*sizePlan) {
 }
 
 // empty reports whether p presizes nothing.
-func (p *sizePlan) empty() bool {
+func (p *Plan) empty() bool {
 	if p == nil {
 		return true
 	}
@@ -186,7 +190,7 @@ func bytesField(tag string) (num int, rep, ok bool) {
 // struct v (addressable), makes v's counted slices and maps that large
 // where they are still nil, and descends into its messages. It stops at
 // the first thing it cannot parse.
-func (p *sizePlan) presize(v reflect.Value, data []byte) {
+func (p *Plan) Presize(v reflect.Value, data []byte) {
 	var counts [maxCounted]int
 	for len(data) > 0 {
 		key, n := binary.Uvarint(data)
@@ -232,13 +236,13 @@ func (p *sizePlan) presize(v reflect.Value, data []byte) {
 		case sizeCount:
 			counts[f.slot]++
 		case sizeEmbed:
-			f.sub.presize(v.Field(f.index), payload)
+			f.sub.Presize(v.Field(f.index), payload)
 		case sizePointer:
 			fv := v.Field(f.index)
 			if fv.IsNil() {
 				fv.Set(reflect.New(f.typ.Elem()))
 			}
-			f.sub.presize(fv.Elem(), payload)
+			f.sub.Presize(fv.Elem(), payload)
 		}
 	}
 	if p.counts == 0 {

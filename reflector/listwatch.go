@@ -1,0 +1,160 @@
+package reflector
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+)
+
+// ListWatch lists and watches one resource through a REST client, with the
+// requests client-go's generated clients make, and decodes each WATCH
+// response's objects on every core. A client-go watch decodes them one after
+// the other on the goroutine that reads the response, and that goroutine is
+// what a cold start waits for: the WatchList stream of a cold start is one
+// response carrying every object. Here that goroutine only splits the stream
+// into events; workers decode the objects, and the events come out in the
+// order the apiserver sent them, with the same types, objects and errors as
+// client-go's watch (watch.StreamWatcher) would give.
+//
+// Make one with NewListWatch. It implements cache.ListerWatcher and
+// cache.ListerWatcherWithContext.
+type ListWatch struct {
+	client    rest.Interface
+	resource  string
+	namespace string
+	scheme    *runtime.Scheme
+	codecs    runtime.NegotiatedSerializer
+	protobuf  bool
+	tweak     func(*metav1.ListOptions)
+
+	// received is set by KeepEncoded.
+	received atomic.Pointer[receivedEncodings]
+}
+
+// ListWatchOptions configures a ListWatch. The zero value is usable.
+type ListWatchOptions struct {
+	// Namespace restricts the requests to one namespace; "" means all.
+	Namespace string
+	// PreferProtobuf asks for protobuf (falling back to JSON) when the
+	// client's configuration names no content type, as client-go's
+	// generated clients do for built-in types. Set it for built-in types,
+	// never for custom resources, which the apiserver serves as JSON only.
+	PreferProtobuf bool
+	// TweakListOptions changes the options of every LIST and WATCH (label
+	// and field selectors), as in client-go's generated informers.
+	TweakListOptions func(*metav1.ListOptions)
+}
+
+// NewListWatch returns the ListWatch of resource (its plural name, "pods")
+// through client, the REST client of the resource's group version
+// (clientset.CoreV1().RESTClient()). The WATCH responses' objects are decoded
+// with scheme as they were sent, without conversion, the way a generated
+// client's configuration decodes them (scheme.Scheme of
+// k8s.io/client-go/kubernetes/scheme for built-in types). LIST responses
+// are decoded by the client itself.
+func NewListWatch(client rest.Interface, resource string, scheme *runtime.Scheme, opts ListWatchOptions) *ListWatch {
+	tweak := opts.TweakListOptions
+	if tweak == nil {
+		tweak = func(*metav1.ListOptions) {}
+	}
+	return &ListWatch{
+		client:    client,
+		resource:  resource,
+		namespace: opts.Namespace,
+		scheme:    scheme,
+		codecs:    serializer.NewCodecFactory(scheme).WithoutConversion(),
+		protobuf:  opts.PreferProtobuf,
+		tweak:     tweak,
+	}
+}
+
+// List lists without a context; see ListWithContext.
+func (lw *ListWatch) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return lw.ListWithContext(context.Background(), opts)
+}
+
+// Watch watches without a context; see WatchWithContext.
+func (lw *ListWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return lw.WatchWithContext(context.Background(), opts)
+}
+
+// ListWithContext makes the LIST a generated client's List makes.
+func (lw *ListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	lw.tweak(&opts)
+	var timeout time.Duration
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	return lw.client.Get().
+		UseProtobufAsDefaultIfPreferred(lw.protobuf).
+		NamespaceIfScoped(lw.namespace, lw.namespace != "").
+		Resource(lw.resource).
+		VersionedParams(&opts, metav1.ParameterCodec).
+		Timeout(timeout).
+		Do(ctx).
+		Get()
+}
+
+// WatchWithContext makes the WATCH a generated client's Watch makes, unthrottled
+// like it, and decodes the response on every core. Like client-go, it returns
+// an empty watch when the request fails the way a dropped connection does
+// (the reflector then watches again), and the apiserver's Status as an
+// error when it refuses the request.
+func (lw *ListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	lw.tweak(&opts)
+	var timeout time.Duration
+	if opts.TimeoutSeconds != nil {
+		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
+	}
+	opts.Watch = true
+	req := lw.client.Get().
+		NamespaceIfScoped(lw.namespace, lw.namespace != "").
+		Resource(lw.resource).
+		VersionedParams(&opts, metav1.ParameterCodec).
+		Timeout(timeout).
+		Throttle(nil)
+	// Only the two formats the stream splitter knows: a client configured
+	// for CBOR (or anything else) watches as JSON here.
+	if lw.protobuf {
+		req.SetHeader("Accept", mediaTypeProtobuf+","+mediaTypeJSON)
+	} else {
+		req.SetHeader("Accept", mediaTypeJSON)
+	}
+	body, err := req.Stream(ctx)
+	if err != nil {
+		if utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err) {
+			return watch.NewEmptyWatch(), nil
+		}
+		return nil, err
+	}
+	return newParallelWatch(ctx, body, lw.scheme, lw.codecs, decodeWorkers(), lw.received.Load()), nil
+}
+
+// KeepEncoded makes the watches that start afterwards remember the protobuf
+// bytes each ADDED or MODIFIED object was decoded from, until TakeEncoded
+// takes them: a store can then write the bytes the apiserver sent instead
+// of encoding the object again. Only the latest keepEncodedMax objects are
+// remembered, so objects nobody takes are forgotten. Call it only when the
+// objects reach TakeEncoded unchanged (an informer without a transform).
+func (lw *ListWatch) KeepEncoded() {
+	lw.received.CompareAndSwap(nil, newReceivedEncodings(keepEncodedMax))
+}
+
+// TakeEncoded returns the protobuf encoding (without the apiserver's
+// envelope) that obj, an object a watch of lw delivered, was decoded from,
+// and forgets it. It reports false for an object it does not remember: one
+// decoded from JSON, before KeepEncoded, or forgotten.
+func (lw *ListWatch) TakeEncoded(obj runtime.Object) ([]byte, bool) {
+	r := lw.received.Load()
+	if r == nil {
+		return nil, false
+	}
+	return r.take(obj)
+}

@@ -1,0 +1,124 @@
+package reflector
+
+import (
+	"bytes"
+	"reflect"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/boltinformer/boltinformer/internal/presize"
+)
+
+// protobufMagic starts every object the apiserver encodes in protobuf: a
+// runtime.Unknown envelope (type meta, then the object's own encoding).
+var protobufMagic = []byte{'k', '8', 's', 0}
+
+// objectDecoder decodes the objects of one watch stream's events.
+type objectDecoder struct {
+	scheme *runtime.Scheme
+	// codec decodes what decode does not: JSON, and protobuf it cannot
+	// decode itself, which codec then rejects with client-go's error.
+	codec runtime.Decoder
+}
+
+// decode returns the object raw encodes, as the codec would decode it, and
+// for a protobuf object, the object's own encoding (the envelope's
+// payload, a part of raw). A protobuf object of a type the scheme knows is
+// decoded here, its slices and maps presized (internal/presize): the
+// codec's decode is the same without that.
+func (d objectDecoder) decode(raw []byte) (runtime.Object, []byte, error) {
+	env, ok := openEnvelope(raw)
+	if !ok || env.contentEncoding != "" || (env.contentType != "" && env.contentType != runtime.ContentTypeProtobuf) {
+		obj, err := runtime.Decode(d.codec, raw)
+		return obj, nil, err
+	}
+	gvk := schema.FromAPIVersionAndKind(env.apiVersion, env.kind)
+	var obj runtime.Object
+	if gvk.Kind != "" && gvk.Version != "" {
+		obj, _ = d.scheme.New(gvk)
+	}
+	m, ok := obj.(interface{ Unmarshal([]byte) error })
+	if !ok || reflect.TypeOf(obj).Kind() != reflect.Pointer {
+		obj, err := runtime.Decode(d.codec, raw)
+		return obj, nil, err
+	}
+	if plan := presize.For(reflect.TypeOf(obj).Elem()); plan != nil {
+		plan.Presize(reflect.ValueOf(obj).Elem(), env.payload)
+	}
+	if err := m.Unmarshal(env.payload); err != nil {
+		return nil, nil, err
+	}
+	return obj, env.payload, nil
+}
+
+// envelope is a protobuf object's runtime.Unknown envelope, read in place:
+// payload is a part of the bytes read, not a copy (runtime.Unknown's
+// Unmarshal copies it, 4 KB for a Pod).
+type envelope struct {
+	apiVersion, kind             string
+	payload                      []byte
+	contentEncoding, contentType string
+}
+
+// Field numbers of runtime.Unknown and of its TypeMeta.
+const (
+	unknownTypeMeta        = 1
+	unknownRaw             = 2
+	unknownContentEncoding = 3
+	unknownContentType     = 4
+	typeMetaAPIVersion     = 1
+	typeMetaKind           = 2
+)
+
+// openEnvelope reads raw, an object the apiserver encoded in protobuf (the
+// magic, then a runtime.Unknown). It reports false for anything else, or
+// for fields of an unexpected wire type: the codec then decodes it, or
+// reports why not.
+func openEnvelope(raw []byte) (envelope, bool) {
+	var env envelope
+	if !bytes.HasPrefix(raw, protobufMagic) {
+		return env, false
+	}
+	for b := raw[len(protobufMagic):]; len(b) > 0; {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || typ != protowire.BytesType {
+			return env, false
+		}
+		b = b[n:]
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return env, false
+		}
+		b = b[n:]
+		switch num {
+		case unknownTypeMeta:
+			for tb := v; len(tb) > 0; {
+				tnum, ttyp, n := protowire.ConsumeTag(tb)
+				if n < 0 || ttyp != protowire.BytesType {
+					return env, false
+				}
+				tb = tb[n:]
+				tv, n := protowire.ConsumeBytes(tb)
+				if n < 0 {
+					return env, false
+				}
+				tb = tb[n:]
+				switch tnum {
+				case typeMetaAPIVersion:
+					env.apiVersion = string(tv)
+				case typeMetaKind:
+					env.kind = string(tv)
+				}
+			}
+		case unknownRaw:
+			env.payload = v
+		case unknownContentEncoding:
+			env.contentEncoding = string(v)
+		case unknownContentType:
+			env.contentType = string(v)
+		}
+	}
+	return env, true
+}

@@ -1,0 +1,259 @@
+package reflector
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/klog/v2"
+)
+
+const (
+	mediaTypeJSON     = "application/json"
+	mediaTypeProtobuf = "application/vnd.kubernetes.protobuf"
+
+	// eventsPerWorker is how many events each decode worker may be ahead of
+	// the consumer. More keeps the workers busy through a slow consumer,
+	// at about one decoded object of heap each.
+	eventsPerWorker = 4
+)
+
+// decodeWorkers is how many goroutines decode a watch's objects: one per
+// core the process may use.
+func decodeWorkers() int { return runtime.GOMAXPROCS(0) }
+
+// parallelWatch is a watch.Interface over a WATCH response body. One
+// goroutine splits the body into watch events (metav1.WatchEvent: a type and
+// the object's encoded bytes), workers decode the objects, and a third
+// goroutine hands the events to ResultChan in the body's order.
+//
+// It ends the way client-go's watch.StreamWatcher over a rest/watch.Decoder
+// does: at the end of the body, or at the first event that does not decode,
+// reported as an ERROR event whose Status (500, ClientWatchDecoding) says why,
+// unless the body ended like a dropped connection. Events after a bad one are
+// never delivered. Stop closes the body and returns once every goroutine has.
+type parallelWatch struct {
+	body   io.ReadCloser
+	result chan watch.Event
+	// done is closed by halt: Stop, or the end of the stream.
+	done     chan struct{}
+	haltOnce sync.Once
+	wg       sync.WaitGroup
+	logger   klog.Logger
+}
+
+// pendingEvent is one event on its way from the body to ResultChan. The
+// splitter fills typ and raw (or err, and nothing else follows it); a
+// worker decodes raw into obj or err and closes decoded.
+type pendingEvent struct {
+	typ     watch.EventType
+	raw     []byte
+	decoder objectDecoder
+	obj     k8sruntime.Object
+	err     error
+	decoded chan struct{}
+}
+
+// newParallelWatch starts decoding body with workers decode goroutines. It
+// does not wait for the body: a watch may send nothing for minutes.
+// With received set, the protobuf bytes of each ADDED and MODIFIED object are
+// kept there before the event is delivered.
+func newParallelWatch(ctx context.Context, body io.ReadCloser, scheme *k8sruntime.Scheme, codecs k8sruntime.NegotiatedSerializer, workers int, received *receivedEncodings) *parallelWatch {
+	w := &parallelWatch{
+		body:   body,
+		result: make(chan watch.Event),
+		done:   make(chan struct{}),
+		logger: klog.FromContext(ctx),
+	}
+	jobs := make(chan *pendingEvent, workers)
+	ordered := make(chan *pendingEvent, workers*eventsPerWorker)
+	w.wg.Add(2 + workers)
+	go func() {
+		defer w.wg.Done()
+		defer close(jobs)
+		defer close(ordered)
+		w.split(scheme, codecs, jobs, ordered)
+	}()
+	for range workers {
+		go func() {
+			defer w.wg.Done()
+			for p := range jobs {
+				var payload []byte
+				p.obj, payload, p.err = p.decoder.decode(p.raw)
+				switch {
+				case p.err != nil:
+					p.err = fmt.Errorf("unable to decode watch event: %w", p.err)
+				case received != nil && payload != nil && (p.typ == watch.Added || p.typ == watch.Modified):
+					received.keep(p.obj, payload)
+				}
+				p.raw = nil
+				close(p.decoded)
+			}
+		}()
+	}
+	go func() {
+		defer w.wg.Done()
+		defer close(w.result)
+		defer w.halt()
+		w.deliver(ordered)
+	}()
+	return w
+}
+
+// sniffWatchFormat tells a protobuf watch stream (frames of a 4-byte length
+// and a metav1.WatchEvent, whose first field is its type: tag 0x0a) from a
+// JSON one (a '{' after optional space). The REST client's Stream does not
+// return the response's headers. A body too short to tell is protobuf,
+// whose decoder reports it as cut short.
+func sniffWatchFormat(br *bufio.Reader) (string, error) {
+	head, err := br.Peek(5)
+	switch {
+	case len(head) > 0 && bytes.IndexByte([]byte("{ \t\r\n"), head[0]) >= 0:
+		return mediaTypeJSON, nil
+	case len(head) == 5 && head[4] == 0x0a:
+		return mediaTypeProtobuf, nil
+	case err != nil:
+		return mediaTypeProtobuf, nil
+	}
+	return "", fmt.Errorf("%w: the response starts with %q", ErrWatchFormat, head)
+}
+
+// streamDecoders returns the decoder of body's events and the decoder of
+// their objects.
+func streamDecoders(body io.ReadCloser, scheme *k8sruntime.Scheme, codecs k8sruntime.NegotiatedSerializer) (streaming.Decoder, objectDecoder, error) {
+	br := bufio.NewReader(body)
+	mediaType, err := sniffWatchFormat(br)
+	if err != nil {
+		return nil, objectDecoder{}, err
+	}
+	info, ok := k8sruntime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mediaType)
+	if !ok || info.StreamSerializer == nil {
+		return nil, objectDecoder{}, fmt.Errorf("%w: no stream decoder for %s", ErrWatchFormat, mediaType)
+	}
+	frames := info.StreamSerializer.Framer.NewFrameReader(readCloser{br, body})
+	objects := objectDecoder{scheme: scheme, codec: codecs.DecoderToVersion(info.Serializer, nil)}
+	return streaming.NewDecoder(frames, info.StreamSerializer.Serializer), objects, nil
+}
+
+// split reads the body's events in order and hands each to a worker and to
+// deliver; the error that ends the body is the last event.
+func (w *parallelWatch) split(scheme *k8sruntime.Scheme, codecs k8sruntime.NegotiatedSerializer, jobs, ordered chan<- *pendingEvent) {
+	events, objects, err := streamDecoders(w.body, scheme, codecs)
+	for {
+		var got metav1.WatchEvent
+		p := &pendingEvent{decoder: objects, decoded: make(chan struct{})}
+		var res k8sruntime.Object
+		if err == nil {
+			res, _, err = events.Decode(nil, &got)
+		}
+		switch {
+		case err != nil:
+			p.err = err
+		case res != &got:
+			p.err = errors.New("unable to decode to metav1.Event")
+		}
+		if p.err == nil {
+			switch t := watch.EventType(got.Type); t {
+			case watch.Added, watch.Modified, watch.Deleted, watch.Error, watch.Bookmark:
+				p.typ, p.raw = t, got.Object.Raw
+			default:
+				p.err = fmt.Errorf("got invalid watch event type: %v", got.Type)
+			}
+		}
+		select {
+		case ordered <- p:
+		case <-w.done:
+			return
+		}
+		if p.err != nil {
+			close(p.decoded)
+			return
+		}
+		select {
+		case jobs <- p:
+		case <-w.done:
+			return
+		}
+	}
+}
+
+// deliver hands the decoded events to ResultChan in order, and ends the
+// watch at the first error as watch.StreamWatcher does.
+func (w *parallelWatch) deliver(ordered <-chan *pendingEvent) {
+	for p := range ordered {
+		select {
+		case <-p.decoded:
+		case <-w.done:
+			return
+		}
+		if p.err != nil {
+			w.reportEnd(p.err)
+			return
+		}
+		select {
+		case w.result <- watch.Event{Type: p.typ, Object: p.obj}:
+		case <-w.done:
+			return
+		}
+	}
+}
+
+// reportEnd ends the watch at err: silently at the body's end or a dropped
+// connection, with an ERROR event otherwise.
+func (w *parallelWatch) reportEnd(err error) {
+	// Compared as watch.StreamWatcher does: by equality, so that a decode
+	// error wrapping an io.ErrUnexpectedEOF (a truncated object) is reported.
+	switch {
+	case err == io.EOF:
+		// The watch closed normally.
+	case err == io.ErrUnexpectedEOF:
+		w.logger.V(1).Info("Unexpected EOF during watch stream event decoding", "err", err)
+	case utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err):
+		w.logger.V(5).Info("Unable to decode an event from the watch stream", "err", err)
+	default:
+		reporter := apierrors.NewClientErrorReporter(http.StatusInternalServerError, http.MethodGet, "ClientWatchDecoding")
+		select {
+		case w.result <- watch.Event{
+			Type:   watch.Error,
+			Object: reporter.AsObject(fmt.Errorf("unable to decode an event from the watch stream: %w", err)),
+		}:
+		case <-w.done:
+		}
+	}
+}
+
+// ResultChan returns the events; it is closed when the watch ends.
+func (w *parallelWatch) ResultChan() <-chan watch.Event { return w.result }
+
+// Stop ends the watch, closes the body and waits for the watch's
+// goroutines. Events not yet received are dropped.
+func (w *parallelWatch) Stop() {
+	w.halt()
+	w.wg.Wait()
+}
+
+// halt closes done and the body, which ends a Read in progress.
+func (w *parallelWatch) halt() {
+	w.haltOnce.Do(func() {
+		close(w.done)
+		w.body.Close()
+	})
+}
+
+// readCloser reads through a bufio.Reader and closes the body under it.
+type readCloser struct {
+	io.Reader
+	io.Closer
+}

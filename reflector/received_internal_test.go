@@ -1,0 +1,100 @@
+package reflector
+
+import (
+	"bytes"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// receivedEncodings remembers at most its bound: the oldest objects not
+// taken are forgotten first, and a taken object is held by nothing.
+func TestReceivedEncodingsBound(t *testing.T) {
+	r := newReceivedEncodings(8)
+	objs := make([]runtime.Object, 20)
+	for i := range objs {
+		objs[i] = &corev1.Pod{}
+		r.keep(objs[i], []byte{byte(i)})
+		if i%4 == 3 {
+			if b, ok := r.take(objs[i]); !ok || b[0] != byte(i) {
+				t.Fatalf("object %d: take gave %v %v", i, b, ok)
+			}
+		}
+	}
+	// Kept in slots 0..7 over and over: 20 keeps, the last 8 remain, of
+	// which 15 and 19 were taken.
+	if n := r.len(); n != 6 {
+		t.Fatalf("remembers %d objects, want 6", n)
+	}
+	for i, obj := range objs {
+		_, ok := r.take(obj)
+		if want := i >= 12 && i%4 != 3; ok != want {
+			t.Errorf("object %d: remembered %v, want %v", i, ok, want)
+		}
+	}
+	for slot, obj := range r.ring {
+		if obj != nil {
+			t.Errorf("slot %d still holds an object after every object was taken", slot)
+		}
+	}
+	// A value (not a pointer) is never remembered: it has no identity, and
+	// this one cannot even key a map.
+	v := valueObject{labels: map[string]string{}}
+	r.keep(v, []byte{1})
+	if _, ok := r.take(v); ok || r.len() != 0 {
+		t.Error("a value object was remembered")
+	}
+}
+
+// valueObject is a runtime.Object held by value, with a map field.
+type valueObject struct{ labels map[string]string }
+
+func (v valueObject) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+func (v valueObject) DeepCopyObject() runtime.Object   { return v }
+
+// openEnvelope reads what runtime.Unknown's Unmarshal reads, without the
+// copy: on every prefix and every one-byte change of a real envelope, when
+// it succeeds, Unmarshal succeeds too with the same fields.
+func TestOpenEnvelopeAgreesWithUnknown(t *testing.T) {
+	pod, err := (&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	unk := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "v1", Kind: "Pod"}, Raw: pod, ContentType: runtime.ContentTypeProtobuf}
+	b, err := unk.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := append(append([]byte{}, protobufMagic...), b...)
+	env, ok := openEnvelope(good)
+	if !ok || env.apiVersion != "v1" || env.kind != "Pod" || !bytes.Equal(env.payload, pod) || env.contentType != runtime.ContentTypeProtobuf {
+		t.Fatalf("openEnvelope(good) = %+v, %v", env, ok)
+	}
+	check := func(raw []byte) {
+		env, ok := openEnvelope(raw)
+		if !ok {
+			return
+		}
+		var u runtime.Unknown
+		if err := u.Unmarshal(raw[len(protobufMagic):]); err != nil {
+			t.Fatalf("openEnvelope read %q, Unknown.Unmarshal rejects it: %v", raw, err)
+		}
+		if env.apiVersion != u.APIVersion || env.kind != u.Kind || !bytes.Equal(env.payload, u.Raw) ||
+			env.contentType != u.ContentType || env.contentEncoding != u.ContentEncoding {
+			t.Fatalf("%q: openEnvelope %+v, Unknown %+v", raw, env, u)
+		}
+	}
+	for n := len(protobufMagic); n <= len(good); n++ {
+		check(good[:n])
+	}
+	for i := len(protobufMagic); i < len(good); i++ {
+		for _, v := range []byte{0x00, 0x01, 0x08, 0x0a, 0x12, 0x7f, 0x80, 0xff, good[i] ^ 0x40} {
+			bad := append([]byte{}, good...)
+			bad[i] = v
+			check(bad)
+		}
+	}
+}
