@@ -13,7 +13,11 @@
 // ListerWatcher makes exactly the requests client-go's generated informer
 // would (the same typed, dynamic or metadata client call, namespace and
 // tweaked list options), so its store lives in the cache file and a
-// restarted process resumes its WATCH instead of listing again. The
+// restarted process resumes its WATCH instead of listing again. A typed
+// informer on a real clientset makes those requests through
+// reflector.ListWatch, which decodes each WATCH response on every core and
+// lets the store write each object's protobuf bytes as the apiserver sent
+// them, instead of one goroutine decoding and the store encoding again. The
 // generated accessors (Pods().Informer()) wrap it in client-go's typed
 // informer; InformerFor(&v1.Pod{}, nil) and ForResource return it as is.
 // An informer that cannot be made (a duplicate store, an unknown type)

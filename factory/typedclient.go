@@ -4,12 +4,17 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // typedClient is the generated typed client of one resource, found by its
@@ -79,10 +84,38 @@ func callsWithListOptions(m reflect.Type) bool {
 		m.NumOut() == 2 && m.Out(1) == errorType
 }
 
-// listWatch returns a ListerWatcher making the calls of client-go's
+// listWatch returns a ListerWatcher making the requests of client-go's
 // generated informer: tweak, then client.Group().Resource(namespace).List
-// or Watch.
+// or Watch. Through a real REST client it is a reflector.ListWatch, which
+// makes those requests itself (the resource's name is the resource
+// method's, in lower case, as client-gen names both) and decodes each WATCH
+// response on every core; a client without one (a fake clientset) is
+// called as is.
 func (tc typedClient) listWatch(client kubernetes.Interface, namespace string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
+	if rc := tc.restClient(client); rc != nil {
+		return reflector.NewListWatch(rc, strings.ToLower(tc.resource), scheme.Scheme, reflector.ListWatchOptions{
+			Namespace:        namespace,
+			PreferProtobuf:   true,
+			TweakListOptions: tweak,
+		})
+	}
+	return tc.clientListWatch(client, namespace, tweak)
+}
+
+// restClient returns the REST client of tc's group client, or nil when it
+// has none (fake clientsets return a nil one).
+func (tc typedClient) restClient(client kubernetes.Interface) *rest.RESTClient {
+	m := reflect.ValueOf(client).Method(tc.group).Call(nil)[0].MethodByName("RESTClient")
+	if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 {
+		return nil
+	}
+	rc, _ := m.Call(nil)[0].Interface().(*rest.RESTClient)
+	return rc
+}
+
+// clientListWatch returns a ListerWatcher calling the typed client:
+// client.Group().Resource(namespace).List or Watch, after tweak.
+func (tc typedClient) clientListWatch(client kubernetes.Interface, namespace string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
 	var args []reflect.Value
 	if tc.namespaced {
 		args = []reflect.Value{reflect.ValueOf(namespace)}
