@@ -10,10 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// receivedEncodings remembers at most its bound: the oldest objects not
-// taken are forgotten first, and a taken object is held by nothing.
-func TestReceivedEncodingsBound(t *testing.T) {
-	r := newReceivedEncodings(8)
+// receivedEncodings remembers at most its bounds, of objects and of bytes:
+// the oldest objects not taken are forgotten first, and a taken object is
+// held by nothing.
+func TestReceivedEncodingsBounds(t *testing.T) {
+	r := newReceivedEncodings(8, 1000)
 	objs := make([]runtime.Object, 20)
 	for i := range objs {
 		objs[i] = &corev1.Pod{}
@@ -24,10 +25,9 @@ func TestReceivedEncodingsBound(t *testing.T) {
 			}
 		}
 	}
-	// Kept in slots 0..7 over and over: 20 keeps, the last 8 remain, of
-	// which 15 and 19 were taken.
-	if n := r.len(); n != 6 {
-		t.Fatalf("remembers %d objects, want 6", n)
+	// 20 kept in 8 slots: the last 8 remain, of which 15 and 19 were taken.
+	if n, b := r.len(); n != 6 || b != 6 {
+		t.Fatalf("remembers %d objects of %d bytes, want 6 of 6", n, b)
 	}
 	for i, obj := range objs {
 		_, ok := r.take(obj)
@@ -40,12 +40,32 @@ func TestReceivedEncodingsBound(t *testing.T) {
 			t.Errorf("slot %d still holds an object after every object was taken", slot)
 		}
 	}
+
+	// By bytes: 400 + 400 fit in 1000, a third 400 pushes out the first,
+	// and more than the bound is never kept.
+	big := []runtime.Object{&corev1.Pod{}, &corev1.Pod{}, &corev1.Pod{}, &corev1.Pod{}}
+	for _, obj := range big[:3] {
+		r.keep(obj, make([]byte, 400))
+	}
+	r.keep(big[3], make([]byte, 1001))
+	if n, b := r.len(); n != 2 || b != 800 {
+		t.Fatalf("remembers %d objects of %d bytes, want 2 of 800", n, b)
+	}
+	for i, obj := range big {
+		if _, ok := r.take(obj); ok != (i == 1 || i == 2) {
+			t.Errorf("object %d of 400/1001 bytes: remembered %v", i, ok)
+		}
+	}
+
 	// A value (not a pointer) is never remembered: it has no identity, and
 	// this one cannot even key a map.
 	v := valueObject{labels: map[string]string{}}
 	r.keep(v, []byte{1})
-	if _, ok := r.take(v); ok || r.len() != 0 {
+	if _, ok := r.take(v); ok {
 		t.Error("a value object was remembered")
+	}
+	if n, b := r.len(); n != 0 || b != 0 {
+		t.Errorf("remembers %d objects of %d bytes after all were taken", n, b)
 	}
 }
 

@@ -31,10 +31,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -42,6 +42,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 type counts struct {
@@ -99,7 +100,10 @@ func run(ctx context.Context, kubeconfig, db, namespace, socket, metricsAddr str
 		metricsURL = "http://" + l.Addr().String() + "/metrics"
 	}
 
-	lw := cache.NewListWatchFromClient(client.CoreV1().RESTClient(), "configmaps", namespace, fields.Everything())
+	// The requests of cache.NewListWatchFromClient, with each WATCH response
+	// decoded on every core and stored as the apiserver's protobuf bytes.
+	lw := reflector.NewListWatch(client.CoreV1().RESTClient(), "configmaps", scheme.Scheme,
+		reflector.ListWatchOptions{Namespace: namespace, PreferProtobuf: true})
 	inf, err := c.NewInformer(lw, &v1.ConfigMap{}, boltinformer.InformerOptions{
 		Namespace: namespace, Resource: "configmaps",
 		Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
