@@ -374,7 +374,11 @@ func (o *syncOptions) target(cfg *rest.Config, mapper meta.RESTMapper, arg strin
 		}
 		example, _ := scheme.Scheme.New(gvk)
 		t.example = example
-		t.lw = cache.NewFilteredListWatchFromClient(rc, mapping.Resource.Resource, ns, tweak)
+		// The requests of cache.NewFilteredListWatchFromClient, each WATCH
+		// response decoded on every core and stored as received.
+		t.lw = reflector.NewListWatch(rc, mapping.Resource.Resource, scheme.Scheme, reflector.ListWatchOptions{
+			Namespace: ns, PreferProtobuf: true, TweakListOptions: tweak,
+		})
 		return t, nil
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
