@@ -67,6 +67,18 @@ func (s *watchStream) raw(typ string, raw []byte) {
 	}
 }
 
+// protobufEnvelope returns payload as the apiserver encodes a v1 object of
+// kind in protobuf: the magic, then a runtime.Unknown around it.
+func protobufEnvelope(t *testing.T, kind string, payload []byte) []byte {
+	t.Helper()
+	unk := k8sruntime.Unknown{TypeMeta: k8sruntime.TypeMeta{APIVersion: "v1", Kind: kind}, Raw: payload}
+	b, err := unk.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte("k8s\x00"), b...)
+}
+
 func (s *watchStream) contentType() string {
 	if s.mediaType == "application/vnd.kubernetes.protobuf" {
 		return s.mediaType + ";stream=watch"
@@ -159,12 +171,7 @@ func TestListWatchMatchesClientGoWatch(t *testing.T) {
 			if s.mediaType == "application/json" {
 				s.raw("ADDED", []byte(`{"kind":"Pod","apiVersion":"v1","metadata":{"name":7}}`))
 			} else {
-				unk := k8sruntime.Unknown{TypeMeta: k8sruntime.TypeMeta{APIVersion: "v1", Kind: "Pod"}, Raw: []byte("\x0a\xff\xff")}
-				b, err := unk.Marshal()
-				if err != nil {
-					s.t.Fatal(err)
-				}
-				s.raw("ADDED", append([]byte("k8s\x00"), b...))
+				s.raw("ADDED", protobufEnvelope(s.t, "Pod", []byte("\x0a\xff\xff")))
 			}
 			s.event(watch.Added, testPod(9999))
 		},
@@ -172,12 +179,7 @@ func TestListWatchMatchesClientGoWatch(t *testing.T) {
 			if s.mediaType == "application/json" {
 				s.raw("ADDED", []byte(`{"kind":"Widget","apiVersion":"v1"}`))
 			} else {
-				unk := k8sruntime.Unknown{TypeMeta: k8sruntime.TypeMeta{APIVersion: "v1", Kind: "Widget"}, Raw: []byte("\x0a\x00")}
-				b, err := unk.Marshal()
-				if err != nil {
-					s.t.Fatal(err)
-				}
-				s.raw("ADDED", append([]byte("k8s\x00"), b...))
+				s.raw("ADDED", protobufEnvelope(s.t, "Widget", []byte("\x0a\x00")))
 			}
 			s.event(watch.Added, testPod(9999))
 		},

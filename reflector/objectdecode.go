@@ -81,37 +81,18 @@ func openEnvelope(raw []byte) (envelope, bool) {
 	if !bytes.HasPrefix(raw, protobufMagic) {
 		return env, false
 	}
-	for b := raw[len(protobufMagic):]; len(b) > 0; {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || typ != protowire.BytesType {
-			return env, false
-		}
-		b = b[n:]
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return env, false
-		}
-		b = b[n:]
+	ok := eachBytesField(raw[len(protobufMagic):], func(num protowire.Number, v []byte) bool {
 		switch num {
 		case unknownTypeMeta:
-			for tb := v; len(tb) > 0; {
-				tnum, ttyp, n := protowire.ConsumeTag(tb)
-				if n < 0 || ttyp != protowire.BytesType {
-					return env, false
-				}
-				tb = tb[n:]
-				tv, n := protowire.ConsumeBytes(tb)
-				if n < 0 {
-					return env, false
-				}
-				tb = tb[n:]
-				switch tnum {
+			return eachBytesField(v, func(num protowire.Number, v []byte) bool {
+				switch num {
 				case typeMetaAPIVersion:
-					env.apiVersion = string(tv)
+					env.apiVersion = string(v)
 				case typeMetaKind:
-					env.kind = string(tv)
+					env.kind = string(v)
 				}
-			}
+				return true
+			})
 		case unknownRaw:
 			env.payload = v
 		case unknownContentEncoding:
@@ -119,6 +100,25 @@ func openEnvelope(raw []byte) (envelope, bool) {
 		case unknownContentType:
 			env.contentType = string(v)
 		}
+		return true
+	})
+	return env, ok
+}
+
+// eachBytesField calls fn with each field of b, a protobuf message whose
+// fields are all of wire type bytes, in order, while fn returns true. It
+// reports false for another wire type, a field cut short, or fn's false.
+func eachBytesField(b []byte, fn func(num protowire.Number, v []byte) bool) bool {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || typ != protowire.BytesType {
+			return false
+		}
+		v, m := protowire.ConsumeBytes(b[n:])
+		if m < 0 || !fn(num, v) {
+			return false
+		}
+		b = b[n+m:]
 	}
-	return env, true
+	return true
 }
