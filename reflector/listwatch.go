@@ -42,9 +42,11 @@ type ListWatch struct {
 type ListWatchOptions struct {
 	// Namespace restricts the requests to one namespace; "" means all.
 	Namespace string
-	// PreferProtobuf asks for protobuf (falling back to JSON) when the
-	// client's configuration names no content type, as client-go's
-	// generated clients do for built-in types. Set it for built-in types,
+	// PreferProtobuf asks for protobuf, falling back to JSON, as client-go's
+	// generated clients do for built-in types: the LIST when the client's
+	// configuration names no content type, the WATCH always (a
+	// rest.Interface does not say how it was configured; without
+	// PreferProtobuf the WATCH asks for JSON). Set it for built-in types,
 	// never for custom resources, which the apiserver serves as JSON only.
 	PreferProtobuf bool
 	// TweakListOptions changes the options of every LIST and WATCH (label

@@ -1,8 +1,6 @@
 package boltstore
 
 import (
-	"github.com/boltinformer/boltinformer/internal/presize"
-
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
+	"github.com/boltinformer/boltinformer/internal/presize"
 )
 
 // protoMessage is what the generated protobuf code of Kubernetes API types provides.

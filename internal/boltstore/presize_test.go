@@ -1,8 +1,6 @@
 package boltstore
 
 import (
-	"github.com/boltinformer/boltinformer/internal/presize"
-
 	"math/rand"
 	"reflect"
 	"testing"
@@ -14,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/boltinformer/boltinformer/internal/presize"
 )
 
 // decodeBoth decodes data into a new object of typ twice, as generated
