@@ -129,11 +129,7 @@ func (tg Target) Clientset(t *Traffic) (*kubernetes.Clientset, error) {
 // does (and says its client supports WatchList semantics, as the generated
 // informers do).
 func PodListWatch(cs kubernetes.Interface, namespace, labelSelector string) cache.ListerWatcher {
-	tweak := func(o *metav1.ListOptions) {
-		if labelSelector != "" {
-			o.LabelSelector = labelSelector
-		}
-	}
+	tweak := selecting(labelSelector)
 	return cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			tweak(&o)
@@ -152,14 +148,20 @@ func PodListWatch(cs kubernetes.Interface, namespace, labelSelector string) cach
 // generated client configured for it does.
 func ParallelPodListWatch(cs kubernetes.Interface, namespace, labelSelector string, protobuf bool) cache.ListerWatcher {
 	return reflector.NewListWatch(cs.CoreV1().RESTClient(), "pods", scheme.Scheme, reflector.ListWatchOptions{
-		Namespace:      namespace,
-		PreferProtobuf: protobuf,
-		TweakListOptions: func(o *metav1.ListOptions) {
-			if labelSelector != "" {
-				o.LabelSelector = labelSelector
-			}
-		},
+		Namespace:        namespace,
+		PreferProtobuf:   protobuf,
+		TweakListOptions: selecting(labelSelector),
 	})
+}
+
+// selecting returns the tweak that sets a LIST's or WATCH's label selector,
+// or leaves it unset when labelSelector is "".
+func selecting(labelSelector string) func(*metav1.ListOptions) {
+	return func(o *metav1.ListOptions) {
+		if labelSelector != "" {
+			o.LabelSelector = labelSelector
+		}
+	}
 }
 
 // podIndexers are the indexes every informer of the benchmarks has: the

@@ -90,18 +90,21 @@ func (lw *ListWatch) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 // ListWithContext makes the LIST a generated client's List makes.
 func (lw *ListWatch) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	lw.tweak(&opts)
+	return lw.request(opts).UseProtobufAsDefaultIfPreferred(lw.protobuf).Do(ctx).Get()
+}
+
+// request is the GET of the resource with opts, as a generated client makes
+// it: in the namespace if one is set, with a timeout of TimeoutSeconds.
+func (lw *ListWatch) request(opts metav1.ListOptions) *rest.Request {
 	var timeout time.Duration
 	if opts.TimeoutSeconds != nil {
 		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
 	}
 	return lw.client.Get().
-		UseProtobufAsDefaultIfPreferred(lw.protobuf).
 		NamespaceIfScoped(lw.namespace, lw.namespace != "").
 		Resource(lw.resource).
 		VersionedParams(&opts, metav1.ParameterCodec).
-		Timeout(timeout).
-		Do(ctx).
-		Get()
+		Timeout(timeout)
 }
 
 // WatchWithContext makes the WATCH a generated client's Watch makes, unthrottled
@@ -111,17 +114,8 @@ func (lw *ListWatch) ListWithContext(ctx context.Context, opts metav1.ListOption
 // error when it refuses the request.
 func (lw *ListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	lw.tweak(&opts)
-	var timeout time.Duration
-	if opts.TimeoutSeconds != nil {
-		timeout = time.Duration(*opts.TimeoutSeconds) * time.Second
-	}
 	opts.Watch = true
-	req := lw.client.Get().
-		NamespaceIfScoped(lw.namespace, lw.namespace != "").
-		Resource(lw.resource).
-		VersionedParams(&opts, metav1.ParameterCodec).
-		Timeout(timeout).
-		Throttle(nil)
+	req := lw.request(opts).Throttle(nil)
 	// Only the two formats the stream splitter knows: a client configured
 	// for CBOR (or anything else) watches as JSON here.
 	if lw.protobuf {
