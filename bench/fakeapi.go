@@ -559,9 +559,10 @@ func (s *FakeAPIServer) publishLocked(events []fakeEvent) {
 	s.wake = make(chan struct{})
 }
 
-// makeUpdates encodes count MODIFIED events after rv, spreading them over
-// the objects with a stride prime to N (so consecutive events hit keys far
-// apart in the file, as real traffic does).
+// makeUpdates encodes count MODIFIED events (kubelet status updates,
+// PodStatusUpdate) after rv, spreading them over the objects with a stride
+// prime to N (so consecutive events hit keys far apart in the file, as real
+// traffic does).
 func (s *FakeAPIServer) makeUpdates(rv int64, first, count int) ([]fakeEvent, error) {
 	events := make([]fakeEvent, count)
 	workers := 4
@@ -573,7 +574,7 @@ func (s *FakeAPIServer) makeUpdates(rv int64, first, count int) ([]fakeEvent, er
 			for j := w; j < count; j += workers {
 				idx := int((int64(first+j) * 7919) % int64(n))
 				erv := rv + int64(j) + 1
-				pb, err := Pod(idx, s.opts.Namespaces, erv).Marshal()
+				pb, err := PodStatusUpdate(idx, s.opts.Namespaces, erv).Marshal()
 				if err != nil {
 					errs[w] = err
 					return

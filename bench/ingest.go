@@ -64,7 +64,7 @@ func storeIngest(db string, n, namespaces, events, batch int) (*StoreIngest, err
 	pods := make([]boltstore.Op, events)
 	for j := range pods {
 		idx := int((int64(j) * 7919) % int64(n))
-		pods[j] = boltstore.Op{Type: boltstore.OpUpsert, Obj: Pod(idx, namespaces, base+int64(j)+1)}
+		pods[j] = boltstore.Op{Type: boltstore.OpUpsert, Obj: PodStatusUpdate(idx, namespaces, base+int64(j)+1)}
 	}
 	lat := make([]float64, 0, events/batch+1)
 	start := time.Now()

@@ -98,4 +98,24 @@ func Pod(i, namespaces int, rv int64) *v1.Pod {
 	return p
 }
 
+// PodStatusUpdate is Pod(i, namespaces, rv) as a kubelet status update at
+// rv leaves it: one container restarted, its start time, the Ready
+// condition's transition and the kubelet's managed fields entry stamped
+// with a time of rv's. Spec, labels and owners are Pod's. The fake's watch
+// updates are these, the kind of update a Pod informer sees most.
+func PodStatusUpdate(i, namespaces int, rv int64) *v1.Pod {
+	p := Pod(i, namespaces, rv)
+	at := metav1.NewTime(p.CreationTimestamp.Add(time.Duration(rv%1_000_000) * time.Second))
+	p.ManagedFields[1].Time = &at
+	cs := &p.Status.ContainerStatuses[int(rv%int64(len(p.Status.ContainerStatuses)))]
+	cs.RestartCount += int32(rv % 1000)
+	cs.State.Running.StartedAt = at
+	for c := range p.Status.Conditions {
+		if p.Status.Conditions[c].Type == v1.PodReady {
+			p.Status.Conditions[c].LastTransitionTime = at
+		}
+	}
+	return p
+}
+
 func ptr[T any](v T) *T { return &v }

@@ -55,7 +55,7 @@ func (s *Store) ApplyWith(ops []Op, rv string, opts ApplyOptions) ([]Change, err
 	prepared, i, err := prepareAll(len(ops), func(i int) (*op, error) {
 		switch o := ops[i]; o.Type {
 		case OpUpsert:
-			return s.prepareUpsertLocked(o.Obj)
+			return s.prepareUpsertLocked(o.Obj, !opts.SkipOld)
 		case OpDelete:
 			return s.prepareDelete(o.Obj)
 		default:
@@ -90,7 +90,7 @@ func (s *Store) ApplyWith(ops []Op, rv string, opts ApplyOptions) ([]Change, err
 		}
 		if !opts.SkipOld {
 			// Decoded while bbolt writes and syncs the transaction.
-			decoding = append(decoding, s.startDecodeOld(changes, olds, opts.SkipOldOfDeletes))
+			decoding = append(decoding, s.startDecodeOld(changes, olds, prepared, opts.SkipOldOfDeletes))
 		}
 		return nil
 	})
@@ -182,7 +182,7 @@ func (s *Store) ApplyListPage(ops []Op) ([]Change, error) {
 			return nil, fmt.Errorf("store %s: list item %d: %w", s.name, i, ErrNotUpsert)
 		}
 	}
-	prepared, i, err := prepareAll(len(ops), func(i int) (*op, error) { return s.prepareUpsertLocked(ops[i].Obj) })
+	prepared, i, err := prepareAll(len(ops), func(i int) (*op, error) { return s.prepareUpsertLocked(ops[i].Obj, false) })
 	if err != nil {
 		return nil, fmt.Errorf("list item %d: %w", i, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
 	"github.com/boltinformer/boltinformer/internal/presize"
+	"github.com/boltinformer/boltinformer/internal/protoshare"
 )
 
 // protoMessage is what the generated protobuf code of Kubernetes API types provides.
@@ -48,6 +49,10 @@ type objectCodec struct {
 	// sizes presizes a protobuf object's slices and maps before it is
 	// decoded (internal/presize); nil when the type has nothing to presize.
 	sizes *presize.Plan
+	// share takes from a new version the fields an old one encodes the
+	// same, when the old one is decoded (decodeOld); nil when the type has
+	// nothing to share.
+	share *protoshare.Plan
 	// received, when set, returns the protobuf bytes an object was decoded
 	// from, which encode then uses as they are (Store.UseReceivedEncoding).
 	received atomic.Pointer[func(runtime.Object) ([]byte, bool)]
@@ -68,6 +73,7 @@ func newObjectCodec(example runtime.Object) (*objectCodec, error) {
 	case t.Implements(reflect.TypeOf((*protoMessage)(nil)).Elem()):
 		c.id = cachefile.CodecProtobuf
 		c.sizes = presize.For(t.Elem())
+		c.share = protoshare.For(t.Elem())
 	default:
 		c.id = cachefile.CodecJSON
 	}
@@ -76,16 +82,17 @@ func newObjectCodec(example runtime.Object) (*objectCodec, error) {
 
 // encode returns the payload of obj in the store's codec, built in *buf
 // (grown as needed) when the codec is protobuf, or the bytes obj was
-// received in. obj must be of the store's type.
-func (c *objectCodec) encode(obj runtime.Object, buf *[]byte) (cachefile.Codec, []byte, error) {
+// received in (received is then true: nothing else holds them). obj must be
+// of the store's type.
+func (c *objectCodec) encode(obj runtime.Object, buf *[]byte) (id cachefile.Codec, payload []byte, received bool, err error) {
 	if reflect.TypeOf(obj) != c.ptr {
-		return 0, nil, fmt.Errorf("%w: store holds %s, got %T", ErrWrongType, c.name, obj)
+		return 0, nil, false, fmt.Errorf("%w: store holds %s, got %T", ErrWrongType, c.name, obj)
 	}
 	switch c.id {
 	case cachefile.CodecProtobuf:
 		if received := c.received.Load(); received != nil {
 			if b, ok := (*received)(obj); ok {
-				return c.id, b, nil
+				return c.id, b, true, nil
 			}
 		}
 		m := obj.(protoMessage)
@@ -96,21 +103,21 @@ func (c *objectCodec) encode(obj runtime.Object, buf *[]byte) (cachefile.Codec, 
 		b := (*buf)[:size]
 		n, err := m.MarshalToSizedBuffer(b)
 		if err != nil {
-			return 0, nil, fmt.Errorf("protobuf encode %T: %w", obj, err)
+			return 0, nil, false, fmt.Errorf("protobuf encode %T: %w", obj, err)
 		}
-		return c.id, b[size-n:], nil
+		return c.id, b[size-n:], false, nil
 	case cachefile.CodecUnstructuredJSON:
 		b, err := json.Marshal(obj.(*unstructured.Unstructured).Object)
 		if err != nil {
-			return 0, nil, fmt.Errorf("json encode %T: %w", obj, err)
+			return 0, nil, false, fmt.Errorf("json encode %T: %w", obj, err)
 		}
-		return c.id, b, nil
+		return c.id, b, false, nil
 	default:
 		b, err := json.Marshal(obj)
 		if err != nil {
-			return 0, nil, fmt.Errorf("json encode %T: %w", obj, err)
+			return 0, nil, false, fmt.Errorf("json encode %T: %w", obj, err)
 		}
-		return c.id, b, nil
+		return c.id, b, false, nil
 	}
 }
 
@@ -167,6 +174,58 @@ func (c *objectCodec) decode(key string, r *cachefile.Record) (runtime.Object, e
 	}
 	obj, _, err := c.decodeView(key, &v)
 	return obj, err
+}
+
+// shareScratch holds protoshare's buffers between decodes.
+var shareScratch = sync.Pool{New: func() any { return new(protoshare.Scratch) }}
+
+// decodeOld builds the object of r, the version stored under key before
+// newObj, whose plain payload is newPlain (nil: decode r in full). The fields
+// both payloads encode the same are not decoded: the old object takes the
+// new one's (protoshare), as a cache's objects are shared and read-only. It
+// gives exactly what decode gives when newObj is what newPlain decodes to,
+// and falls back to decode whenever it cannot share.
+func (c *objectCodec) decodeOld(key string, r *cachefile.Record, newObj interface{}, newPlain []byte) (runtime.Object, error) {
+	if c.share == nil || newPlain == nil || r.Codec != cachefile.CodecProtobuf || reflect.TypeOf(newObj) != c.ptr {
+		return c.decode(key, r)
+	}
+	v := cachefile.RecordView{
+		Codec: r.Codec, Compression: r.Compression,
+		APIVersion: unsafeBytes(r.APIVersion), Kind: unsafeBytes(r.Kind), KeyID: unsafeBytes(r.KeyID),
+		Payload: r.Payload,
+	}
+	buf := payloadBufs.Get().(*[]byte)
+	defer putPayloadBuf(buf)
+	payload, err := c.open(key, &v, buf)
+	if err != nil {
+		return nil, err
+	}
+	sc := shareScratch.Get().(*protoshare.Scratch)
+	defer putShareScratch(sc)
+	if err := c.share.Strip(payload, newPlain, sc); err != nil || len(sc.Shared) == 0 {
+		return c.decodePayload(&v, payload)
+	}
+	ptr := reflect.New(c.elem)
+	if c.sizes != nil {
+		c.sizes.Presize(ptr.Elem(), sc.Rest)
+	}
+	if err := ptr.Interface().(protoMessage).Unmarshal(sc.Rest); err != nil {
+		return c.decodePayload(&v, payload) // which says what is wrong with it
+	}
+	if err := protoshare.Apply(ptr, reflect.ValueOf(newObj), sc.Shared); err != nil {
+		return c.decodePayload(&v, payload)
+	}
+	ro := ptr.Interface().(runtime.Object)
+	apiVersion, kind := c.typeStrings(v.APIVersion, v.Kind)
+	setTypeMeta(ro, apiVersion, kind)
+	return ro, nil
+}
+
+// putShareScratch returns sc to shareScratch unless it grew too large to keep.
+func putShareScratch(sc *protoshare.Scratch) {
+	if cap(sc.Rest) <= maxPooledPayload {
+		shareScratch.Put(sc)
+	}
 }
 
 // unsafeBytes returns the bytes of s without copying; they must never be written.
@@ -255,33 +314,34 @@ func setTypeMeta(obj runtime.Object, apiVersion, kind string) {
 
 // newRecord builds the envelope of obj stored under key, its payload
 // sealed when the store encrypts; index values are filled by the caller.
-// plainLen is the payload's length before compression and sealing, what the
-// hot cache sizes a decoded object by. The payload may be built in *plain
-// and *packed (grown as needed): the record must be encoded before they are
-// reused.
-func newRecord(c *objectCodec, key string, obj interface{}, plain, packed *[]byte) (rec *cachefile.Record, plainLen int, err error) {
+// plain is the payload before compression and sealing (what the hot cache
+// sizes a decoded object by, and what an old version's decode compares
+// with); received says it is the bytes obj was received in, else it lies in
+// *plainBuf. The payload may be built in *plainBuf and *packed (grown as
+// needed): the record must be encoded before they are reused.
+func newRecord(c *objectCodec, key string, obj interface{}, plainBuf, packed *[]byte) (rec *cachefile.Record, plain []byte, received bool, err error) {
 	ro, ok := obj.(runtime.Object)
 	if !ok {
-		return nil, 0, fmt.Errorf("%w: %T is not a runtime.Object", ErrWrongType, obj)
+		return nil, nil, false, fmt.Errorf("%w: %T is not a runtime.Object", ErrWrongType, obj)
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil {
-		return nil, 0, fmt.Errorf("%w: %T: %v", ErrNoMetadata, obj, err)
+		return nil, nil, false, fmt.Errorf("%w: %T: %v", ErrNoMetadata, obj, err)
 	}
-	id, payload, err := c.encode(ro, plain)
+	id, payload, received, err := c.encode(ro, plainBuf)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, false, err
 	}
-	plainLen = len(payload)
+	plain = payload
 	// Compress before sealing: sealed bytes do not compress.
 	compression, payload := cachefile.CompressPayloadTo(*packed, payload)
 	if compression != cachefile.CompressionNone && cap(payload) > cap(*packed) {
-		*packed = payload // grown; a plain payload is *plain's storage
+		*packed = payload // grown; a plain payload is *plainBuf's storage
 	}
 	var keyID string
 	if c.seal {
 		if keyID, payload, err = c.keys.Seal(c.store, key, payload); err != nil {
-			return nil, 0, err
+			return nil, nil, false, err
 		}
 	}
 	var apiVersion, kind string
@@ -297,5 +357,5 @@ func newRecord(c *objectCodec, key string, obj interface{}, plain, packed *[]byt
 		Kind:        kind,
 		KeyID:       keyID,
 		Payload:     payload,
-	}, plainLen, nil
+	}, plain, received, nil
 }

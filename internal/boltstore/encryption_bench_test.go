@@ -48,7 +48,7 @@ func benchCodec(b *testing.B, seal bool) (*objectCodec, *encryption.Keyring) {
 // BenchmarkPayloadDecode is the baseline: decoding a plaintext Pod record.
 func BenchmarkPayloadDecode(b *testing.B) {
 	c, _ := benchCodec(b, false)
-	rec, _, err := newRecord(c, "ns/p", benchPod(), new([]byte), new([]byte))
+	rec, _, _, err := newRecord(c, "ns/p", benchPod(), new([]byte), new([]byte))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func BenchmarkPayloadDecode(b *testing.B) {
 // by BenchmarkPayloadDecode's is the ratio the README reports.
 func BenchmarkPayloadSealOpen(b *testing.B) {
 	c, keys := benchCodec(b, false)
-	rec, _, err := newRecord(c, "ns/p", benchPod(), new([]byte), new([]byte))
+	rec, _, _, err := newRecord(c, "ns/p", benchPod(), new([]byte), new([]byte))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func BenchmarkPayloadSealOpen(b *testing.B) {
 // BenchmarkPayloadDecodeSealed is a read of a sealed record: open and decode.
 func BenchmarkPayloadDecodeSealed(b *testing.B) {
 	c, _ := benchCodec(b, true)
-	rec, _, err := newRecord(c, "ns/p", benchPod(), new([]byte), new([]byte))
+	rec, _, _, err := newRecord(c, "ns/p", benchPod(), new([]byte), new([]byte))
 	if err != nil {
 		b.Fatal(err)
 	}

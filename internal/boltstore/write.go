@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"fmt"
 	goruntime "runtime"
 	"strconv"
@@ -74,26 +75,38 @@ type op struct {
 	enc       []byte
 	obj       interface{}
 	plainLen  int // the payload's length before compression and sealing
+	// plain is that payload, kept (prepareUpsert's keepPlain) for the
+	// decode of the version it replaces (objectCodec.decodeOld).
+	plain []byte
 }
 
-// prepareUpsert builds the record of obj with its index values.
-func (s *Store) prepareUpsertLocked(obj interface{}) (*op, error) {
+// prepareUpsert builds the record of obj with its index values. keepPlain
+// keeps its plain payload in the op, for the decode of the version it
+// replaces.
+func (s *Store) prepareUpsertLocked(obj interface{}, keepPlain bool) (*op, error) {
 	key, err := s.keyFunc(obj)
 	if err != nil {
 		return nil, cache.KeyError{Obj: obj, Err: err}
 	}
-	return s.prepareUpsertKeyLocked(key, obj)
+	return s.prepareUpsertKeyLocked(key, obj, keepPlain)
 }
 
-func (s *Store) prepareUpsertKeyLocked(key string, obj interface{}) (*op, error) {
+func (s *Store) prepareUpsertKeyLocked(key string, obj interface{}, keepPlain bool) (*op, error) {
 	// The payload is built in pooled buffers and copied into enc: a batch
 	// of ops holds one copy of each object's bytes, not three.
-	plain, packed := payloadBufs.Get().(*[]byte), payloadBufs.Get().(*[]byte)
-	defer putPayloadBuf(plain)
+	plainBuf, packed := payloadBufs.Get().(*[]byte), payloadBufs.Get().(*[]byte)
+	defer putPayloadBuf(plainBuf)
 	defer putPayloadBuf(packed)
-	rec, plainLen, err := newRecord(s.codec, key, obj, plain, packed)
+	rec, plain, received, err := newRecord(s.codec, key, obj, plainBuf, packed)
 	if err != nil {
 		return nil, fmt.Errorf("store %s key %q: %w", s.name, key, err)
+	}
+	var kept []byte
+	if keepPlain && s.codec.share != nil {
+		kept = plain
+		if !received {
+			kept = bytes.Clone(plain) // in plainBuf, which goes back to the pool
+		}
 	}
 	for n, f := range s.indexers {
 		vals, err := computeIndex(n, f, obj)
@@ -107,7 +120,7 @@ func (s *Store) prepareUpsertKeyLocked(key string, obj interface{}) (*op, error)
 		return nil, err
 	}
 	rec.Payload = nil // in plain or packed, which go back to the pool
-	return &op{key: key, rv: rec.RV, rec: rec, enc: enc, obj: obj, plainLen: plainLen}, nil
+	return &op{key: key, rv: rec.RV, rec: rec, enc: enc, obj: obj, plainLen: len(plain), plain: kept}, nil
 }
 
 // prepareDelete computes the key of a deleted object; obj may be a
@@ -361,7 +374,7 @@ func (s *Store) write(keys []string, fill func() []hotEntry, fn func(b *cachefil
 
 // decodeOld decodes the previous objects of changes after their commit.
 func (s *Store) decodeOld(changes []Change, olds []*cachefile.Record) {
-	d := s.startDecodeOld(changes, olds, false)
+	d := s.startDecodeOld(changes, olds, nil, false)
 	d.wait()
 	d.fill(changes)
 }
@@ -374,22 +387,32 @@ type oldDecoding struct {
 	idx  []int // the changes to fill
 	keys []string
 	recs []*cachefile.Record
-	objs []runtime.Object
-	errs []error
-	next atomic.Int64
-	wg   sync.WaitGroup
+	// news and plains are the new versions and their plain payloads,
+	// which the old ones share the unchanged fields of (nil: decode in full).
+	news   []interface{}
+	plains [][]byte
+	objs   []runtime.Object
+	errs   []error
+	next   atomic.Int64
+	wg     sync.WaitGroup
 }
 
 // startDecodeOld starts decoding the records of olds (detached from
 // bbolt's memory) whose changes have no OldErr, but not those of deletes
-// when skipDeletes.
-func (s *Store) startDecodeOld(changes []Change, olds []*cachefile.Record, skipDeletes bool) *oldDecoding {
+// when skipDeletes. prepared, when given, are the ops of changes: an old
+// version then shares with its new one the fields both encode the same.
+func (s *Store) startDecodeOld(changes []Change, olds []*cachefile.Record, prepared []*op, skipDeletes bool) *oldDecoding {
 	d := &oldDecoding{s: s}
 	for i := range changes {
 		if olds[i] == nil || changes[i].OldErr != nil || (skipDeletes && changes[i].Type == Deleted) {
 			continue
 		}
 		d.idx, d.keys, d.recs = append(d.idx, i), append(d.keys, changes[i].Key), append(d.recs, olds[i])
+		var plain []byte
+		if prepared != nil && changes[i].Type == Updated {
+			plain = prepared[i].plain
+		}
+		d.news, d.plains = append(d.news, changes[i].New), append(d.plains, plain)
 	}
 	d.objs, d.errs = make([]runtime.Object, len(d.recs)), make([]error, len(d.recs))
 	for range min(goruntime.GOMAXPROCS(0), len(d.recs)) {
@@ -404,7 +427,7 @@ func (d *oldDecoding) work() {
 		if i >= len(d.recs) {
 			return
 		}
-		d.objs[i], d.errs[i] = d.s.codec.decode(d.keys[i], d.recs[i])
+		d.objs[i], d.errs[i] = d.s.codec.decodeOld(d.keys[i], d.recs[i], d.news[i], d.plains[i])
 	}
 }
 
