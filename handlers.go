@@ -33,7 +33,9 @@ func (inf *Informer) AddEventHandlerWithResyncPeriod(handler cache.ResourceEvent
 
 // AddEventHandlerWithOptions adds a handler. On a running informer the
 // handler first receives OnAdd(obj, true) for every stored object, streamed
-// from disk, as client-go sends it for every object in memory. After Run
+// from disk, as client-go sends it for every object in memory. OnUpdate's
+// old object is decoded from disk and shares the fields the update left
+// unchanged with the new one: as in client-go, neither may be mutated. After Run
 // has returned it fails with client-go's error, which wraps ErrStopped.
 func (inf *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandler, options cache.HandlerOptions) (cache.ResourceEventHandlerRegistration, error) {
 	inf.startedMu.Lock()
