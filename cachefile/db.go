@@ -70,7 +70,7 @@ type DB struct {
 	durable chan chan error
 	// unsynced: the file is built without fsync and its marker exists.
 	// Only the commit loop (or Close, after it) clears it and turns the
-	// bolt DB's NoSync off, between transactions.
+	// bolt DB's NoSync and NoGrowSync off, between transactions.
 	unsynced atomic.Bool
 	stop     chan struct{}
 	done     chan struct{}
@@ -165,8 +165,11 @@ func Open(path string, opts Options) (*DB, error) {
 
 // BoltOptions configure OpenBolt.
 type BoltOptions struct {
-	LockTimeout     time.Duration
-	ReadOnly        bool
+	LockTimeout time.Duration
+	ReadOnly    bool
+	// NoSync turns off the fsync of each commit and the one after the file
+	// grows: a file without the first has nothing to keep durable with the
+	// second (an unsynced build fsyncs once, in MakeDurable).
 	NoSync          bool
 	InitialMmapSize int
 	// MustExist refuses to create a missing file (always so when ReadOnly).
@@ -211,6 +214,7 @@ func OpenBolt(path string, opts BoltOptions) (*bolt.DB, error) {
 		Timeout:         opts.LockTimeout,
 		ReadOnly:        opts.ReadOnly,
 		NoSync:          opts.NoSync,
+		NoGrowSync:      opts.NoSync,
 		NoFreelistSync:  true,
 		FreelistType:    bolt.FreelistMapType,
 		InitialMmapSize: opts.InitialMmapSize,

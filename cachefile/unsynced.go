@@ -214,7 +214,7 @@ func (db *DB) makeDurable() error {
 	if err := RemoveMarker(db.path); err != nil {
 		return fmt.Errorf("make %s durable: %w", db.path, err)
 	}
-	db.bolt.NoSync = db.opts.NoSync
+	db.bolt.NoSync, db.bolt.NoGrowSync = db.opts.NoSync, db.opts.NoSync
 	db.unsynced.Store(false)
 	return nil
 }

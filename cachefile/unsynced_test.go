@@ -86,8 +86,8 @@ func crashedCopy(t *testing.T, db *DB) string {
 func TestUnsyncedMarkerLifecycle(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	db := openDB(t, path, Options{Unsynced: true})
-	if !db.Unsynced() || !db.bolt.NoSync {
-		t.Fatalf("a new file opened Unsynced: Unsynced %v, bbolt NoSync %v; want both true", db.Unsynced(), db.bolt.NoSync)
+	if !db.Unsynced() || !db.bolt.NoSync || !db.bolt.NoGrowSync {
+		t.Fatalf("a new file opened Unsynced: Unsynced %v, bbolt NoSync %v, NoGrowSync %v; want all true", db.Unsynced(), db.bolt.NoSync, db.bolt.NoGrowSync)
 	}
 	b, err := os.ReadFile(MarkerPath(path))
 	if err != nil {
@@ -106,8 +106,8 @@ func TestUnsyncedMarkerLifecycle(t *testing.T) {
 		}
 	}
 	putTestKey(t, db, "b") // after the commit loop turned fsync on
-	if db.bolt.NoSync {
-		t.Fatal("bbolt NoSync is still on after MakeDurable")
+	if db.bolt.NoSync || db.bolt.NoGrowSync {
+		t.Fatalf("after MakeDurable, bbolt NoSync %v, NoGrowSync %v; want both off", db.bolt.NoSync, db.bolt.NoGrowSync)
 	}
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
@@ -144,6 +144,9 @@ func TestUnsyncedNotAskedOrNoSync(t *testing.T) {
 		db := openDB(t, path, opts)
 		if db.Unsynced() || markerExists(t, path) {
 			t.Fatalf("%+v: Unsynced %v, marker %v; want neither", opts, db.Unsynced(), markerExists(t, path))
+		}
+		if db.bolt.NoGrowSync != opts.NoSync {
+			t.Fatalf("%+v: bbolt NoGrowSync %v; want it only without fsync", opts, db.bolt.NoGrowSync)
 		}
 	}
 }
