@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -293,4 +294,29 @@ func TestRandomByteFlipsNeverFault(t *testing.T) {
 		os.Remove(path)
 	}
 	t.Logf("150 flips: %d reported as errors, the others opened and read without one", errs)
+}
+
+// TestValidateAllocatesAPathNotTheFile: walking a file's page tree reuses
+// one buffer per depth, so a file ten times larger allocates about as much
+// (a warm start validates the whole file before it opens it).
+func TestValidateAllocatesAPathNotTheFile(t *testing.T) {
+	allocated := func(n int) uint64 {
+		path := filepath.Join(t.TempDir(), "c.db")
+		writeCache(t, path, n)
+		if err := Validate(path, ValidatePages); err != nil { // warm the page cache
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if err := Validate(path, ValidatePages); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	small, large := allocated(300), allocated(3000)
+	if large > 2*small+64<<10 {
+		t.Fatalf("validating 3000 records allocated %d bytes, 300 records %d: the walk allocates per page", large, small)
+	}
+	t.Logf("allocated %d bytes for 300 records, %d for 3000", small, large)
 }

@@ -251,14 +251,20 @@ type pageWalker struct {
 	size int64    // the file's length
 	// onPage, when set, is told every tree page visited (for tests).
 	onPage func(id uint64, flags uint16)
+	// bufs holds a page buffer per depth of the walk: a page is needed
+	// until its subtree is walked, and the pages on one path have distinct
+	// depths, so the walk of a file allocates a path's worth of buffers
+	// rather than the file's size (a warm start validates the whole file).
+	bufs [maxDepth + 2][]byte
 }
 
 // maxDepth bounds nesting of buckets and branch pages (bbolt trees are a
 // few levels deep; a cycle is caught by seen before this).
 const maxDepth = 64
 
-// readPage reads page id with its overflow pages and checks its header.
-func (w *pageWalker) readPage(id uint64) ([]byte, error) {
+// readPage reads page id with its overflow pages into *buf (grown as
+// needed; nil: a new buffer) and checks its header.
+func (w *pageWalker) readPage(id uint64, buf *[]byte) ([]byte, error) {
 	if id < 2 || id >= w.meta.pgid {
 		return nil, fmt.Errorf("page id %d is outside the file's pages 2..%d", id, w.meta.pgid-1)
 	}
@@ -267,7 +273,13 @@ func (w *pageWalker) readPage(id uint64) ([]byte, error) {
 	}
 	w.seen[id/64] |= 1 << (id % 64)
 	ps := int64(w.meta.pageSize)
-	head := make([]byte, ps)
+	if buf == nil {
+		buf = new([]byte)
+	}
+	if int64(cap(*buf)) < ps {
+		*buf = make([]byte, ps)
+	}
+	head := (*buf)[:ps]
 	if _, err := w.r.ReadAt(head, int64(id)*ps); err != nil {
 		return nil, fmt.Errorf("page %d: %w", id, err)
 	}
@@ -284,8 +296,13 @@ func (w *pageWalker) readPage(id uint64) ([]byte, error) {
 	for o := id + 1; o <= id+overflow; o++ {
 		w.seen[o/64] |= 1 << (o % 64)
 	}
-	full := make([]byte, int64(overflow+1)*ps)
-	copy(full, head)
+	size := int64(overflow+1) * ps
+	if int64(cap(*buf)) < size {
+		grown := make([]byte, size)
+		copy(grown, head)
+		*buf = grown
+	}
+	full := (*buf)[:size]
 	if _, err := w.r.ReadAt(full[ps:], int64(id+1)*ps); err != nil {
 		return nil, fmt.Errorf("page %d overflow: %w", id, err)
 	}
@@ -299,7 +316,7 @@ func (w *pageWalker) walkBucket(root uint64, inline []byte, depth int) error {
 		return fmt.Errorf("buckets nested deeper than %d", maxDepth)
 	}
 	if root == 0 {
-		_, err := w.walkPage(inline, "inline page", depth, true, nil, nil)
+		_, err := w.walkPage(inline, inlinePage, depth, true, nil, nil)
 		return err
 	}
 	_, err := w.walkTree(root, depth, nil, nil)
@@ -313,18 +330,32 @@ func (w *pageWalker) walkTree(id uint64, depth int, minClosed, maxOpen []byte) (
 	if depth > maxDepth {
 		return nil, fmt.Errorf("page %d: tree deeper than %d", id, maxDepth)
 	}
-	p, err := w.readPage(id)
+	p, err := w.readPage(id, &w.bufs[depth])
 	if err != nil {
 		return nil, err
 	}
 	if w.onPage != nil {
 		w.onPage(id, binary.LittleEndian.Uint16(p[8:]))
 	}
-	return w.walkPage(p, fmt.Sprintf("page %d", id), depth, false, minClosed, maxOpen)
+	return w.walkPage(p, pageName(id), depth, false, minClosed, maxOpen)
+}
+
+// pageName names a page in an error: its id, or inlinePage. It is
+// formatted only when an error is, so the walk allocates no name per page.
+type pageName uint64
+
+// inlinePage names a bucket's inline page (page ids 0 and 1 are meta pages).
+const inlinePage pageName = 0
+
+func (n pageName) String() string {
+	if n == inlinePage {
+		return "inline page"
+	}
+	return fmt.Sprintf("page %d", uint64(n))
 }
 
 // checkKeyOrder checks one key against the previous one and the bounds.
-func checkKeyOrder(name string, i int, key, prev, maxOpen []byte) error {
+func checkKeyOrder(name pageName, i int, key, prev, maxOpen []byte) error {
 	if prev != nil && bytes.Compare(prev, key) >= 0 && (i > 0 || bytes.Compare(prev, key) > 0) {
 		return fmt.Errorf("%s: key %d is out of order", name, i)
 	}
@@ -337,7 +368,7 @@ func checkKeyOrder(name string, i int, key, prev, maxOpen []byte) error {
 // walkPage checks one branch or leaf page and descends into its children
 // and nested buckets. Keys of tree pages (not inline ones, which bbolt does
 // not order-check either) must be ordered within [minClosed, maxOpen).
-func (w *pageWalker) walkPage(p []byte, name string, depth int, inline bool, minClosed, maxOpen []byte) ([]byte, error) {
+func (w *pageWalker) walkPage(p []byte, name pageName, depth int, inline bool, minClosed, maxOpen []byte) ([]byte, error) {
 	le := binary.LittleEndian
 	if len(p) < pageHeaderSize {
 		return nil, fmt.Errorf("%s: %d bytes, shorter than a page header", name, len(p))
@@ -428,7 +459,7 @@ func inBounds(p []byte, off, n int) error {
 // checkFreelist checks a synced freelist page (files written by bbolt
 // without NoFreelistSync, such as another tool's copy).
 func (w *pageWalker) checkFreelist(id uint64) error {
-	p, err := w.readPage(id)
+	p, err := w.readPage(id, nil)
 	if err != nil {
 		return err
 	}
