@@ -266,6 +266,56 @@ func TestColdStartThenWarmRestartWithoutList(t *testing.T) {
 	stop2()
 }
 
+// TestWarmRestartCatchUpBeyondTheReplayLimit: more events arrive by WATCH
+// than the queue takes while the replay runs; they wait in the watch and
+// come after the replay, every one, in order, each update's old object the
+// version before it.
+func TestWarmRestartCatchUpBeyondTheReplayLimit(t *testing.T) {
+	src := newSource(t)
+	const stored, changed, rounds = 1000, 100, 3
+	for i := range stored {
+		src.Add(testutil.Pod("ns", fmt.Sprint("p", i), "", testutil.Label("app", "a"), testutil.Node("n1")))
+	}
+	path := filepath.Join(t.TempDir(), "cache.db")
+	_, _, stop := runInformer(t, path, newCountingLW(src), boltinformer.InformerOptions{})
+	stop()
+	for r := range rounds {
+		for i := range changed {
+			src.Modify(testutil.Pod("ns", fmt.Sprint("p", i), "", testutil.Label("app", fmt.Sprint("round", r)), testutil.Node("n1")))
+		}
+	}
+
+	inf, rec, stop2 := runInformer(t, path, newCountingLW(src), boltinformer.InformerOptions{})
+	defer stop2()
+	testutil.Eventually(t, "catch-up updates", waitTimeout, func() bool { return rec.count("update@") == changed*rounds })
+	events := rec.snapshot()
+	lastAdd, firstUpdate := -1, len(events)
+	for i, e := range events {
+		switch {
+		case strings.Contains(e, " add@"):
+			lastAdd = i
+		case strings.Contains(e, " update@") && i < firstUpdate:
+			firstUpdate = i
+		}
+	}
+	if lastAdd > firstUpdate || rec.count("initial=true") != stored {
+		t.Fatalf("replay of %d adds (%d seen) ends at event %d, after the first update at %d", stored, rec.count("initial=true"), lastAdd, firstUpdate)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for key, evs := range rec.perKey {
+		rv := strings.TrimSuffix(strings.TrimPrefix(evs[0], "add@"), " initial=true")
+		for _, ev := range evs[1:] {
+			from, to, ok := strings.Cut(strings.TrimPrefix(ev, "update@"), "->")
+			if !ok || from != rv {
+				t.Fatalf("%s: %q after resourceVersion %s: %v", key, ev, rv, evs)
+			}
+			rv = to
+		}
+	}
+	testutil.Eventually(t, "store equals source", waitTimeout, func() bool { return maps.Equal(storeKeys(inf), sourceKeys(t, src)) })
+}
+
 func TestRelistAfterExpiredRVDiffsAgainstDisk(t *testing.T) {
 	src := newSource(t)
 	for i := 0; i < 10; i++ {

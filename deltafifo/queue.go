@@ -72,7 +72,7 @@ type QueueOptions struct {
 // never saw included.
 //
 // Beyond client-go, Queue supports a paged relist (BeginRelist, AddListPage,
-// EndRelist), producer backpressure (WaitBelow) and Len.
+// EndRelist), producer backpressure (WaitBelow, LimitEvents) and Len.
 //
 // A Queue is safe for concurrent use by many producers and one consumer.
 type Queue struct {
@@ -115,6 +115,11 @@ type Queue struct {
 	// processing is set while the consumer processes with the queue
 	// unlocked (UnlockWhileProcessing).
 	processing bool
+
+	// eventLimit, when positive, is how many Deltas may be queued before a
+	// watch event waits for the consumer, instead of two batches
+	// (LimitEvents).
+	eventLimit int
 
 	// closed is set by Close. It only changes what Pop, PopBatch and the
 	// extension methods do; Add, Update, Delete, Replace, Resync and
@@ -212,15 +217,49 @@ func (q *Queue) Delete(obj interface{}) error {
 // event waits until it is done or Deltas are popped: the bound client-go's
 // RealFIFO keeps by holding its lock through processing when that deep,
 // without stopping the producer (the reflector decoding the next events)
-// for the whole of a commit.
+// for the whole of a commit. Under LimitEvents it also waits at that limit.
 func (q *Queue) event(t cache.DeltaType, obj interface{}) error {
 	q.lock.Lock()
 	defer q.lock.Unlock()
-	for q.processing && !q.closed && len(q.items) >= 2*q.batchSize {
+	for !q.closed && q.eventWaitsLocked() {
 		q.spaceFreed.Wait()
 	}
 	q.synced.eventLocked()
 	return q.appendLocked(t, obj, false)
+}
+
+// eventWaitsLocked reports whether a watch event must wait for room: two
+// batches are queued while the consumer processes, or the LimitEvents
+// limit is reached.
+func (q *Queue) eventWaitsLocked() bool {
+	return (q.processing && len(q.items) >= 2*q.batchSize) ||
+		(q.eventLimit > 0 && len(q.items) >= q.eventLimit)
+}
+
+// LimitEvents makes a watch event wait while n or more Deltas are queued,
+// whether or not the consumer is processing, until the returned function
+// is called. An informer that has not started its consumer yet (it
+// replays the stored objects first) keeps the events that arrive meanwhile
+// in the watch stream, undecoded, rather than on the heap. n must be
+// positive; the function may be called more than once.
+//
+// It is a boltinformer extension.
+func (q *Queue) LimitEvents(n int) (restore func()) {
+	if n <= 0 {
+		panic(fmt.Sprintf("deltafifo: LimitEvents(%d): the limit must be positive", n))
+	}
+	q.lock.Lock()
+	defer q.lock.Unlock()
+	q.eventLimit = n
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			q.lock.Lock()
+			defer q.lock.Unlock()
+			q.eventLimit = 0
+			q.spaceFreed.Broadcast()
+		})
+	}
 }
 
 // appendLocked appends a Delta of type t for obj. It applies the transformer

@@ -157,3 +157,71 @@ func holdEventBehindProcessing(t *testing.T, q *Queue, batch int) (release chan 
 	}
 	return release, popDone, added
 }
+
+// TestLimitEvents checks the limit: with no consumer yet (a warm start's
+// replay runs first), events are queued up to the limit and the next one
+// waits until the limit is lifted; then nothing waits while nobody
+// processes, as without a limit, and lifting it twice is harmless.
+func TestLimitEvents(t *testing.T) {
+	const limit = 3
+	q := newTestQueue(t, QueueOptions{UnlockWhileProcessing: true, BatchSize: 10})
+	restore := q.LimitEvents(limit)
+	for i := range limit {
+		must(t, q.Add(testObj{Key: fmt.Sprintf("ns/early-%d", i), Val: i}))
+	}
+	added := make(chan error, 1)
+	go func() { added <- q.Add(testObj{Key: "ns/held", Val: 0}) }()
+	select {
+	case err := <-added:
+		t.Fatalf("Add with %d queued under a limit of %d returned (%v), want it to wait", q.Len(), limit, err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	restore()
+	must(t, <-added)
+	restore()
+	for i := range 50 {
+		must(t, q.Add(testObj{Key: fmt.Sprintf("ns/later-%d", i), Val: i}))
+	}
+	if got, want := q.Len(), limit+1+50; got != want {
+		t.Fatalf("queue holds %d Deltas, want %d", got, want)
+	}
+}
+
+// TestLimitEventsFreedByPops: a consumer that pops makes room under the
+// limit, and a closed queue releases a waiting event.
+func TestLimitEventsFreedByPops(t *testing.T) {
+	q := newTestQueue(t, QueueOptions{UnlockWhileProcessing: true, BatchSize: 1})
+	defer q.LimitEvents(1)()
+	must(t, q.Add(testObj{Key: "ns/a", Val: 0}))
+	added := make(chan error, 1)
+	go func() { added <- q.Add(testObj{Key: "ns/b", Val: 1}) }()
+	var got []string
+	pop := func() {
+		must(t, q.PopBatch(
+			func(ds []cache.Delta, _ bool) error { got = append(got, ds[0].Object.(testObj).Key); return nil },
+			func(obj interface{}, _ bool) error {
+				got = append(got, obj.(cache.Deltas)[0].Object.(testObj).Key)
+				return nil
+			}))
+	}
+	pop()
+	must(t, <-added)
+	pop()
+	if !slices.Equal(got, []string{"ns/a", "ns/b"}) {
+		t.Fatalf("popped %v, want ns/a then ns/b", got)
+	}
+	must(t, q.Add(testObj{Key: "ns/c", Val: 2}))
+	go func() { added <- q.Add(testObj{Key: "ns/d", Val: 3}) }()
+	q.Close()
+	must(t, <-added)
+}
+
+func TestLimitEventsRefusesNoLimit(t *testing.T) {
+	q := newTestQueue(t, QueueOptions{UnlockWhileProcessing: true})
+	defer func() {
+		if recover() == nil {
+			t.Fatal("LimitEvents(0) did not panic")
+		}
+	}()
+	q.LimitEvents(0)
+}
