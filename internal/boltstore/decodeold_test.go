@@ -61,6 +61,17 @@ func mixVersions(rnd *rand.Rand, a, b reflect.Value, depth int) reflect.Value {
 				out.Field(i).Set(mixVersions(rnd, fa, fb, depth-1))
 			case fa.Kind() == reflect.Pointer && fa.Type().Elem().Kind() == reflect.Struct && !fa.IsNil() && !fb.IsNil():
 				out.Field(i).Set(mixVersions(rnd, fa.Elem(), fb.Elem(), depth-1).Addr())
+			case fa.Kind() == reflect.Slice && fa.Type().Elem().Kind() == reflect.Struct && fa.Len() > 0:
+				// a's elements, some replaced by b's: a slice that changed
+				// in places.
+				mixed := reflect.MakeSlice(fa.Type(), fa.Len(), fa.Len())
+				reflect.Copy(mixed, fa)
+				for j := range min(fa.Len(), fb.Len()) {
+					if rnd.Intn(2) == 0 {
+						mixed.Index(j).Set(fb.Index(j))
+					}
+				}
+				out.Field(i).Set(mixed)
 			}
 		}
 	}
@@ -76,7 +87,7 @@ func TestDecodeOldDecodesTheSameEveryType(t *testing.T) {
 	types, names := storableTypesSorted(t)
 	f := typeFuzzer(11, 3)
 	rnd := rand.New(rand.NewSource(11))
-	planned, sharing, nested := 0, 0, 0
+	planned, sharing, nested, partial := 0, 0, 0, 0
 	var sc protoshare.Scratch
 	for _, name := range names {
 		typ := types[name]
@@ -114,16 +125,23 @@ func TestDecodeOldDecodesTheSameEveryType(t *testing.T) {
 					break
 				}
 			}
+			for _, sh := range sc.Shared {
+				if sh.Partial() {
+					partial++
+					break
+				}
+			}
 		}
 	}
 	if planned < 100 {
 		t.Fatalf("only %d types have a share plan; expected the built-in API", planned)
 	}
-	// Most pairs share a field; many share one inside a message.
-	if sharing < planned*20/2 || nested < planned*20/10 {
-		t.Fatalf("of %d pairs, %d shared a field and %d one inside a message", planned*20, sharing, nested)
+	// Most pairs share a field; many share one inside a message, some a
+	// slice element by element.
+	if sharing < planned*20/2 || nested < planned*20/10 || partial < planned*20/50 {
+		t.Fatalf("of %d pairs, %d shared a field, %d one inside a message, %d a slice element by element", planned*20, sharing, nested, partial)
 	}
-	t.Logf("%d types; of %d pairs, %d shared a field, %d one inside a message", planned, planned*20, sharing, nested)
+	t.Logf("%d types; of %d pairs, %d shared a field, %d one inside a message, %d a slice element by element", planned, planned*20, sharing, nested, partial)
 }
 
 // statusUpdate returns pod's next version as a kubelet status update
@@ -154,14 +172,18 @@ func sharingPod() *v1.Pod {
 			Phase:             v1.PodRunning,
 			PodIP:             "10.0.0.7",
 			Conditions:        []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.Unix(1e9, 0)}},
-			ContainerStatuses: []v1.ContainerStatus{{Name: "web", Ready: true, RestartCount: 1}},
+			ContainerStatuses: []v1.ContainerStatus{
+				{Name: "web", Ready: true, RestartCount: 1, State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Unix(1e9, 0)}}},
+				{Name: "proxy", Ready: true, State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Unix(1e9, 0)}}},
+			},
 		},
 	}
 }
 
 // TestDecodeOldOfAStatusUpdateSharesTheRest: the old version of a Pod
-// whose status changed takes its spec, labels and annotations from the new
-// version, and decodes its status and resourceVersion.
+// whose status changed takes its spec, labels, annotations and unchanged
+// container statuses from the new version, and decodes the changed status
+// and its resourceVersion.
 func TestDecodeOldOfAStatusUpdateSharesTheRest(t *testing.T) {
 	c, err := newObjectCodec(&v1.Pod{})
 	if err != nil {
@@ -187,8 +209,11 @@ func TestDecodeOldOfAStatusUpdateSharesTheRest(t *testing.T) {
 	if reflect.ValueOf(old.Labels).UnsafePointer() != reflect.ValueOf(newPod.Labels).UnsafePointer() {
 		t.Error("the unchanged labels (inside the changed metadata) were decoded, not shared")
 	}
-	if &old.Status.ContainerStatuses[0] == &newPod.Status.ContainerStatuses[0] {
-		t.Error("the changed container statuses are shared")
+	if old.Status.ContainerStatuses[0].State.Running == newPod.Status.ContainerStatuses[0].State.Running {
+		t.Error("the changed container status is shared")
+	}
+	if old.Status.ContainerStatuses[1].State.Running != newPod.Status.ContainerStatuses[1].State.Running {
+		t.Error("the unchanged container status (beside the changed one) was decoded, not shared")
 	}
 	if old.ResourceVersion != "7" || old.Status.ContainerStatuses[0].RestartCount != 1 {
 		t.Errorf("old version has the new one's values: rv %q, restarts %d", old.ResourceVersion, old.Status.ContainerStatuses[0].RestartCount)

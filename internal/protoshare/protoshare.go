@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"reflect"
 	"strconv"
 	"strings"
@@ -27,7 +28,10 @@ import (
 // compares both on every built-in type).
 //
 // It compares the fields of the object and, where a message field differs
-// (metadata, status), the fields of that message: Depth levels in all.
+// (metadata, status), the fields of that message: Depth levels in all. A
+// slice of messages that differs (a Pod's conditions) is compared element
+// by element when both versions have as many: the equal elements are the
+// new slice's, the others decoded.
 
 // Depth is how many message levels a Plan compares: the object's fields
 // and those of its messages.
@@ -51,10 +55,11 @@ type Plan struct {
 type fieldKind uint8
 
 const (
-	skip    fieldKind = iota // decoded from the old bytes
-	whole                    // a string, slice or map: shared whole
-	embed                    // a message held by value: shared, or compared field by field
-	pointer                  // a message held by pointer: shared, or compared field by field
+	skip     fieldKind = iota // decoded from the old bytes
+	whole                     // a string, slice or map: shared whole
+	elements                  // a slice of messages: shared whole, or element by element
+	embed                     // a message held by value: shared, or compared field by field
+	pointer                   // a message held by pointer: shared, or compared field by field
 )
 
 type field struct {
@@ -106,6 +111,8 @@ func build(t reflect.Type, building map[reflect.Type]*Plan) *Plan {
 			f.kind, f.sub = embed, build(typ, building)
 		case typ.Kind() == reflect.Pointer && typ.Elem().Kind() == reflect.Struct && isMessage(typ.Elem()):
 			f.kind, f.sub = pointer, build(typ.Elem(), building)
+		case typ.Kind() == reflect.Slice && typ.Elem().Kind() == reflect.Struct && isMessage(typ.Elem()):
+			f.kind = elements
 		case typ.Kind() == reflect.String || typ.Kind() == reflect.Slice || typ.Kind() == reflect.Map:
 			f.kind = whole
 		default:
@@ -139,10 +146,14 @@ func bytesField(tag string) (int, bool) {
 
 // Shared is a field of the old object that takes the new object's value:
 // the struct field indexes from the object down, through messages held by
-// value or by pointer.
+// value or by pointer. For a slice of messages shared element by element,
+// mask has a bit set for each of its count elements taken from the new
+// slice; the others were decoded, in order.
 type Shared struct {
 	depth int
 	path  [Depth]int
+	mask  uint64
+	count int
 }
 
 // Scratch holds the buffers of one Strip; reuse it for the next (not
@@ -192,7 +203,37 @@ const (
 	decode  decision = iota // kept in the bytes to decode
 	share                   // stripped: the new object's value is taken
 	descend                 // a message compared field by field
+	some                    // a slice whose equal elements are stripped
 )
+
+// equalElements compares two runs of one repeated field, occurrence by
+// occurrence (both have as many), and returns a bit set of those equal.
+func equalElements(old, new []byte) (uint64, error) {
+	var mask uint64
+	for i := 0; len(old) > 0; i++ {
+		ko, n := binary.Uvarint(old)
+		if n <= 0 {
+			return 0, ErrNotProtobuf
+		}
+		eo, err := fieldEnd(old, n, ko&7)
+		if err != nil {
+			return 0, err
+		}
+		kn, n := binary.Uvarint(new)
+		if n <= 0 {
+			return 0, ErrNotProtobuf
+		}
+		en, err := fieldEnd(new, n, kn&7)
+		if err != nil {
+			return 0, err
+		}
+		if bytes.Equal(old[:eo], new[:en]) {
+			mask |= 1 << i
+		}
+		old, new = old[eo:], new[en:]
+	}
+	return mask, nil
+}
 
 // maxDecisions bounds the field numbers of a message Strip compares; a
 // message with larger ones is decoded whole.
@@ -214,6 +255,7 @@ func (p *Plan) strip(old, new []byte, s *Scratch, depth int, path [Depth]int, ou
 		return out, false, err
 	}
 	var decisions [maxDecisions]decision
+	var masks [maxDecisions]uint64 // some: the elements stripped
 	stripped := false
 	for num := range p.fields {
 		f := &p.fields[num]
@@ -227,8 +269,20 @@ func (p *Plan) strip(old, new []byte, s *Scratch, depth int, path [Depth]int, ou
 			stripped = true
 		case (f.kind == embed || f.kind == pointer) && o.count == 1 && n.count == 1 && depth+1 < Depth:
 			decisions[num] = descend
+		case f.kind == elements && o.runs == 1 && n.runs == 1 && o.count == n.count && o.count <= 64:
+			mask, err := equalElements(old[o.start:o.end], new[n.start:n.end])
+			if err != nil {
+				return out, false, err
+			}
+			if mask != 0 {
+				decisions[num], masks[num] = some, mask
+				path[depth] = f.index
+				s.Shared = append(s.Shared, Shared{depth: depth + 1, path: path, mask: mask, count: o.count})
+				stripped = true
+			}
 		}
 	}
+	var seen [maxDecisions]int // some: the elements met so far
 	// Copy old's fields in order, without the shared ones; a message
 	// compared field by field is copied stripped in turn.
 	mark := len(out)
@@ -249,6 +303,13 @@ func (p *Plan) strip(old, new []byte, s *Scratch, depth int, path [Depth]int, ou
 			continue
 		}
 		if decisions[num] == share {
+			continue
+		}
+		if decisions[num] == some {
+			if masks[num]>>seen[num]&1 == 0 {
+				out = append(out, field...)
+			}
+			seen[num]++
 			continue
 		}
 		f := &p.fields[num]
@@ -348,8 +409,11 @@ func fieldEnd(data []byte, keyLen int, wire uint64) (int, error) {
 
 // Apply sets the fields of old (a pointer to the plan's struct, decoded
 // from Strip's Rest) listed in shared to new's values (the same type, the
-// object decoded from the new encoding). It fails, leaving old partly set,
-// when new lacks a message shared field by field: decode old in full then.
+// object decoded from the new encoding); a slice shared element by element
+// gets the new slice's equal elements in their places. It fails, leaving
+// old partly set, when new is not what its encoding decodes to (a message
+// shared field by field is missing, a slice has another length): decode
+// old in full then.
 func Apply(old, new reflect.Value, shared []Shared) error {
 	for _, sh := range shared {
 		o, n := old.Elem(), new.Elem()
@@ -362,13 +426,47 @@ func Apply(old, new reflect.Value, shared []Shared) error {
 				o, n = o.Elem(), n.Elem()
 			}
 		}
-		o.Field(sh.path[sh.depth-1]).Set(n.Field(sh.path[sh.depth-1]))
+		of, nf := o.Field(sh.path[sh.depth-1]), n.Field(sh.path[sh.depth-1])
+		if sh.mask == 0 {
+			of.Set(nf)
+			continue
+		}
+		if err := mergeElements(of, nf, sh.mask, sh.count); err != nil {
+			return err
+		}
 	}
 	return nil
 }
+
+// mergeElements sets old, a slice of the elements decoded, to count
+// elements: the new slice's where mask has a bit set, the decoded ones, in
+// order, elsewhere.
+func mergeElements(old, new reflect.Value, mask uint64, count int) error {
+	if new.Len() != count || old.Len() != count-bits.OnesCount64(mask) {
+		return errShape
+	}
+	merged := reflect.MakeSlice(old.Type(), count, count)
+	for i, j := 0, 0; i < count; i++ {
+		if mask>>i&1 == 1 {
+			merged.Index(i).Set(new.Index(i))
+			continue
+		}
+		merged.Index(i).Set(old.Index(j))
+		j++
+	}
+	old.Set(merged)
+	return nil
+}
+
+// errShape says a slice shared element by element has not the length its
+// encodings gave.
+var errShape = errors.New("protoshare: a slice shared element by element has another length than its encoding")
 
 var errNoMessage = errors.New("protoshare: a message shared field by field is missing")
 
 // Depth is how many message levels down the field lies: 1 for the
 // object's own fields.
 func (s Shared) Depth() int { return s.depth }
+
+// Partial reports whether the field is a slice shared element by element.
+func (s Shared) Partial() bool { return s.mask != 0 }

@@ -154,3 +154,39 @@ func TestApplyMissingMessage(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestApplySliceOfAnotherLength: a slice shared element by element whose
+// new version has another length than its encoding gave is an error.
+func TestApplySliceOfAnotherLength(t *testing.T) {
+	cond := func(typ v1.PodConditionType, status v1.ConditionStatus) v1.PodCondition {
+		return v1.PodCondition{Type: typ, Status: status}
+	}
+	oldStatus := &v1.PodStatus{Conditions: []v1.PodCondition{cond(v1.PodReady, v1.ConditionFalse), cond(v1.PodScheduled, v1.ConditionTrue)}}
+	newStatus := &v1.PodStatus{Conditions: []v1.PodCondition{cond(v1.PodReady, v1.ConditionTrue), cond(v1.PodScheduled, v1.ConditionTrue)}}
+	var sc protoshare.Scratch
+	if err := protoshare.For(reflect.TypeFor[v1.PodStatus]()).Strip(marshal(t, oldStatus), marshal(t, newStatus), &sc); err != nil {
+		t.Fatal(err)
+	}
+	partial := false
+	for _, sh := range sc.Shared {
+		partial = partial || sh.Partial()
+	}
+	if !partial {
+		t.Fatalf("shared %v; want the conditions element by element", sc.Shared)
+	}
+	decoded := func() *v1.PodStatus {
+		d := &v1.PodStatus{}
+		if err := d.Unmarshal(sc.Rest); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	got := decoded()
+	if err := protoshare.Apply(reflect.ValueOf(got), reflect.ValueOf(newStatus), sc.Shared); err != nil || !reflect.DeepEqual(got, oldStatus) {
+		t.Fatalf("Apply: %v, got %#v, want %#v", err, got, oldStatus)
+	}
+	newStatus.Conditions = newStatus.Conditions[:1] // no longer what its bytes decode to
+	if err := protoshare.Apply(reflect.ValueOf(decoded()), reflect.ValueOf(newStatus), sc.Shared); err == nil {
+		t.Fatal("applied a slice of another length")
+	}
+}
