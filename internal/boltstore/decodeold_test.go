@@ -169,9 +169,9 @@ func sharingPod() *v1.Pod {
 			}},
 		},
 		Status: v1.PodStatus{
-			Phase:             v1.PodRunning,
-			PodIP:             "10.0.0.7",
-			Conditions:        []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.Unix(1e9, 0)}},
+			Phase:      v1.PodRunning,
+			PodIP:      "10.0.0.7",
+			Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue, LastTransitionTime: metav1.Unix(1e9, 0)}},
 			ContainerStatuses: []v1.ContainerStatus{
 				{Name: "web", Ready: true, RestartCount: 1, State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Unix(1e9, 0)}}},
 				{Name: "proxy", Ready: true, State: v1.ContainerState{Running: &v1.ContainerStateRunning{StartedAt: metav1.Unix(1e9, 0)}}},
@@ -180,15 +180,21 @@ func sharingPod() *v1.Pod {
 	}
 }
 
+func podCodec(t *testing.T) *objectCodec {
+	t.Helper()
+	c, err := newObjectCodec(&v1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestDecodeOldOfAStatusUpdateSharesTheRest: the old version of a Pod
 // whose status changed takes its spec, labels, annotations and unchanged
 // container statuses from the new version, and decodes the changed status
 // and its resourceVersion.
 func TestDecodeOldOfAStatusUpdateSharesTheRest(t *testing.T) {
-	c, err := newObjectCodec(&v1.Pod{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := podCodec(t)
 	oldPod := sharingPod()
 	oldPlain := marshalProto(t, oldPod)
 	newPlain := marshalProto(t, statusUpdate(oldPod))
@@ -224,10 +230,7 @@ func TestDecodeOldOfAStatusUpdateSharesTheRest(t *testing.T) {
 // fails as a full decode does, with ErrCorruptRecord, whatever the new
 // version is.
 func TestDecodeOldOfADamagedRecord(t *testing.T) {
-	c, err := newObjectCodec(&v1.Pod{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := podCodec(t)
 	newPod := sharingPod()
 	newPlain := marshalProto(t, newPod)
 	for _, payload := range [][]byte{

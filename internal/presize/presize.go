@@ -7,9 +7,9 @@ package presize
 import (
 	"encoding/binary"
 	"reflect"
-	"strconv"
-	"strings"
 	"sync"
+
+	"github.com/boltinformer/boltinformer/internal/protofield"
 )
 
 // The generated protobuf code of Kubernetes API types decodes a repeated
@@ -60,12 +60,7 @@ type sizeField struct {
 // it are not presized.
 const maxCounted = 32
 
-// maxFieldNumber bounds the field numbers a plan indexes; fields past it
-// are not presized (the built-in types' plans index up to 44).
-const maxFieldNumber = 1024
-
 var (
-	unmarshalerType = reflect.TypeFor[interface{ Unmarshal([]byte) error }]()
 	// sizePlans caches the plans by struct type; a nil plan means the type
 	// has nothing to presize.
 	sizePlans sync.Map // reflect.Type -> *Plan
@@ -109,31 +104,23 @@ func buildPlan(t reflect.Type, building map[reflect.Type]*Plan) *Plan {
 	}
 	p := &Plan{}
 	building[t] = p
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		num, rep, ok := bytesField(sf.Tag.Get("protobuf"))
-		if !ok || num > maxFieldNumber {
-			continue
-		}
-		f := sizeField{index: i, typ: sf.Type}
+	for _, pf := range protofield.BytesFields(t) {
+		f := sizeField{index: pf.Index, typ: pf.Type}
 		switch {
-		case rep && (sf.Type.Kind() == reflect.Slice || sf.Type.Kind() == reflect.Map):
+		case pf.Repeated && (pf.Type.Kind() == reflect.Slice || pf.Type.Kind() == reflect.Map):
 			if p.counts == maxCounted {
 				continue
 			}
 			f.kind, f.slot = sizeCount, p.counts
 			p.counts++
-		case !rep && sf.Type.Kind() == reflect.Struct && isMessage(sf.Type):
-			f.kind, f.sub = sizeEmbed, buildPlan(sf.Type, building)
-		case !rep && sf.Type.Kind() == reflect.Pointer && sf.Type.Elem().Kind() == reflect.Struct && isMessage(sf.Type.Elem()):
-			f.kind, f.sub = sizePointer, buildPlan(sf.Type.Elem(), building)
+		case !pf.Repeated && pf.Kind == protofield.Message:
+			f.kind, f.sub = sizeEmbed, buildPlan(pf.Type, building)
+		case !pf.Repeated && pf.Kind == protofield.MessagePointer:
+			f.kind, f.sub = sizePointer, buildPlan(pf.Type.Elem(), building)
 		default:
 			continue
 		}
-		if num >= len(p.fields) {
-			p.fields = append(p.fields, make([]sizeField, num+1-len(p.fields))...)
-		}
-		p.fields[num] = f
+		p.fields = protofield.ByNumber(p.fields, pf.Number, f)
 	}
 	return p
 }
@@ -166,24 +153,6 @@ func (p *Plan) empty() bool {
 		}
 	}
 	return true
-}
-
-// isMessage reports whether struct type t has generated protobuf decoding.
-func isMessage(t reflect.Type) bool { return reflect.PointerTo(t).Implements(unmarshalerType) }
-
-// bytesField parses a gogo protobuf struct tag ("bytes,2,rep,name=x") and
-// reports the field number of a field of wire type bytes and whether it is
-// repeated.
-func bytesField(tag string) (num int, rep, ok bool) {
-	parts := strings.Split(tag, ",")
-	if len(parts) < 3 || parts[0] != "bytes" {
-		return 0, false, false
-	}
-	num, err := strconv.Atoi(parts[1])
-	if err != nil || num <= 0 {
-		return 0, false, false
-	}
-	return num, parts[2] == "rep", true
 }
 
 // presize counts the fields of p in data, the protobuf encoding of the

@@ -10,9 +10,9 @@ import (
 	"errors"
 	"math/bits"
 	"reflect"
-	"strconv"
-	"strings"
 	"sync"
+
+	"github.com/boltinformer/boltinformer/internal/protofield"
 )
 
 // An update rarely rewrites a whole object: a kubelet status update leaves
@@ -42,10 +42,6 @@ const Depth = 2
 // what is wrong with it.
 var ErrNotProtobuf = errors.New("protoshare: not a protobuf message")
 
-// maxFieldNumber bounds the field numbers a plan indexes; fields past it
-// are decoded, never shared (the built-in types use up to 44).
-const maxFieldNumber = 1024
-
 // Plan is how to share the fields of one message type: its fields of wire
 // type bytes by protobuf field number.
 type Plan struct {
@@ -68,11 +64,8 @@ type field struct {
 	sub   *Plan // embedded and pointer messages
 }
 
-var (
-	unmarshalerType = reflect.TypeFor[interface{ Unmarshal([]byte) error }]()
-	plans           sync.Map // reflect.Type -> *Plan
-	buildMu         sync.Mutex
-)
+// plans caches the plans by struct type; nil means nothing to share.
+var plans sync.Map // reflect.Type -> *Plan
 
 // For returns the plan of struct type t, or nil when t has no field it
 // can share.
@@ -80,17 +73,14 @@ func For(t reflect.Type) *Plan {
 	if p, ok := plans.Load(t); ok {
 		return p.(*Plan)
 	}
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	if p, ok := plans.Load(t); ok {
-		return p.(*Plan)
-	}
+	// Building reads t only: two callers may build at once, and the first
+	// plan stored is kept.
 	p := build(t, map[reflect.Type]*Plan{})
 	if len(p.fields) == 0 {
 		p = nil
 	}
-	plans.Store(t, p)
-	return p
+	kept, _ := plans.LoadOrStore(t, p)
+	return kept.(*Plan)
 }
 
 func build(t reflect.Type, building map[reflect.Type]*Plan) *Plan {
@@ -99,49 +89,23 @@ func build(t reflect.Type, building map[reflect.Type]*Plan) *Plan {
 	}
 	p := &Plan{}
 	building[t] = p
-	for i := range t.NumField() {
-		sf := t.Field(i)
-		num, ok := bytesField(sf.Tag.Get("protobuf"))
-		if !ok || num > maxFieldNumber || !sf.IsExported() {
-			continue
-		}
-		f := field{index: i}
-		switch typ := sf.Type; {
-		case typ.Kind() == reflect.Struct && isMessage(typ):
-			f.kind, f.sub = embed, build(typ, building)
-		case typ.Kind() == reflect.Pointer && typ.Elem().Kind() == reflect.Struct && isMessage(typ.Elem()):
-			f.kind, f.sub = pointer, build(typ.Elem(), building)
-		case typ.Kind() == reflect.Slice && typ.Elem().Kind() == reflect.Struct && isMessage(typ.Elem()):
+	for _, pf := range protofield.BytesFields(t) {
+		f := field{index: pf.Index}
+		switch {
+		case pf.Kind == protofield.Message:
+			f.kind, f.sub = embed, build(pf.Type, building)
+		case pf.Kind == protofield.MessagePointer:
+			f.kind, f.sub = pointer, build(pf.Type.Elem(), building)
+		case pf.Kind == protofield.MessageSlice:
 			f.kind = elements
-		case typ.Kind() == reflect.String || typ.Kind() == reflect.Slice || typ.Kind() == reflect.Map:
+		case pf.Type.Kind() == reflect.String || pf.Type.Kind() == reflect.Slice || pf.Type.Kind() == reflect.Map:
 			f.kind = whole
 		default:
 			continue
 		}
-		if num >= len(p.fields) {
-			p.fields = append(p.fields, make([]field, num+1-len(p.fields))...)
-		}
-		p.fields[num] = f
+		p.fields = protofield.ByNumber(p.fields, pf.Number, f)
 	}
 	return p
-}
-
-// isMessage reports whether struct type t has generated protobuf decoding.
-func isMessage(t reflect.Type) bool { return reflect.PointerTo(t).Implements(unmarshalerType) }
-
-// bytesField parses a gogo protobuf struct tag ("bytes,2,opt,name=x") and
-// reports the field number of a field of wire type bytes.
-func bytesField(tag string) (int, bool) {
-	kind, rest, ok := strings.Cut(tag, ",")
-	if !ok || kind != "bytes" {
-		return 0, false
-	}
-	numText, _, _ := strings.Cut(rest, ",")
-	num, err := strconv.Atoi(numText)
-	if err != nil || num <= 0 {
-		return 0, false
-	}
-	return num, true
 }
 
 // Shared is a field of the old object that takes the new object's value:
@@ -211,19 +175,11 @@ const (
 func equalElements(old, new []byte) (uint64, error) {
 	var mask uint64
 	for i := 0; len(old) > 0; i++ {
-		ko, n := binary.Uvarint(old)
-		if n <= 0 {
-			return 0, ErrNotProtobuf
-		}
-		eo, err := fieldEnd(old, n, ko&7)
+		_, _, eo, err := firstField(old)
 		if err != nil {
 			return 0, err
 		}
-		kn, n := binary.Uvarint(new)
-		if n <= 0 {
-			return 0, ErrNotProtobuf
-		}
-		en, err := fieldEnd(new, n, kn&7)
+		_, _, en, err := firstField(new)
 		if err != nil {
 			return 0, err
 		}
@@ -287,11 +243,7 @@ func (p *Plan) strip(old, new []byte, s *Scratch, depth int, path [Depth]int, ou
 	// compared field by field is copied stripped in turn.
 	mark := len(out)
 	for pos := 0; pos < len(old); {
-		key, n := binary.Uvarint(old[pos:])
-		if n <= 0 {
-			return out[:mark], false, ErrNotProtobuf
-		}
-		end, err := fieldEnd(old[pos:], n, key&7)
+		key, n, end, err := firstField(old[pos:])
 		if err != nil {
 			return out[:mark], false, err
 		}
@@ -346,15 +298,11 @@ func (p *Plan) spans(data []byte, buf []span) ([]span, error) {
 	last := -1
 	pos := 0
 	for pos < len(data) {
-		key, n := binary.Uvarint(data[pos:])
-		if n <= 0 {
-			return buf, ErrNotProtobuf
-		}
-		num := key >> 3
-		end, err := fieldEnd(data[pos:], n, key&7)
+		key, n, end, err := firstField(data[pos:])
 		if err != nil {
 			return buf, err
 		}
+		num := key >> 3
 		if num < uint64(len(buf)) && p.fields[num].kind != skip {
 			if key&7 != 2 {
 				return buf, ErrNotProtobuf
@@ -375,6 +323,17 @@ func (p *Plan) spans(data []byte, buf []span) ([]span, error) {
 		pos += end
 	}
 	return buf, nil
+}
+
+// firstField parses the key of the field data starts with and returns it,
+// its length and the field's.
+func firstField(data []byte) (key uint64, keyLen, end int, err error) {
+	key, keyLen = binary.Uvarint(data)
+	if keyLen <= 0 {
+		return 0, 0, 0, ErrNotProtobuf
+	}
+	end, err = fieldEnd(data, keyLen, key&7)
+	return key, keyLen, end, err
 }
 
 // fieldEnd returns the length of the field that starts data, whose key
