@@ -170,6 +170,41 @@ func TestWarmRestart(t *testing.T) {
 	}
 }
 
+// TestWarmRestartLongCatchUp: after more changes while the informer was
+// down than the queue takes during the replay, the WATCH's events wait in
+// the stream and come after the replay: the handler sees exactly the
+// changes, each update with the version before it, and the file converges.
+func TestWarmRestartLongCatchUp(t *testing.T) {
+	c := sharedCluster(t)
+	cl := newClient(t, c)
+	ns := newNamespace(t, cl, "e2e-catchup")
+	const stored, updated = 2000, 250 // a replay long enough for more than the 64 events it queues
+	cms := createConfigMaps(t, cl, ns, 0, stored)
+	path := filepath.Join(t.TempDir(), "cache.db")
+	startCache(t, cl, path, ns, configMapSpec(boltinformer.InformerOptions{})).stop()
+
+	m := newMutation()
+	for i := range updated {
+		key := ns + "/" + cmName(i)
+		cms[key] = m.update(t, cl, cms[key], "v2")
+	}
+	rc := startCache(t, cl, path, ns, configMapSpec(boltinformer.InformerOptions{}))
+	defer rc.stop()
+	ri := rc.infs[0]
+	sentinel := awaitSentinel(t, cl, ns, 5000, ri.rec)
+	evs := ri.rec.Events()
+	if len(evs) < stored {
+		t.Fatalf("handler saw %d events, fewer than the %d stored objects to replay", len(evs), stored)
+	}
+	for i, e := range evs[:stored] {
+		if e.typ != "add" || !e.initial {
+			t.Fatalf("event %d of the replay is %+v, want an initial add", i, e)
+		}
+	}
+	assertEvents(t, "changes after the warm start", append(watchEvents(m), sentinel), evs[stored:])
+	assertSameObjects(t, "cache vs LIST", listObjects(t, cl, "configmaps", ns, metav1.ListOptions{}), storeObjects(ri.Informer))
+}
+
 // awaitWatchCounted waits until the apiserver has counted a WATCH on
 // configmaps since before (it counts a WATCH when it ends).
 func awaitWatchCounted(t *testing.T, c *testcluster.Cluster, before float64) {
