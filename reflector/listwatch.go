@@ -136,10 +136,11 @@ func (lw *ListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 // KeepEncoded makes the watches that start afterwards remember the protobuf
 // bytes each ADDED or MODIFIED object was decoded from, until TakeEncoded
 // takes them: a store can then write the bytes the apiserver sent instead
-// of encoding the object again. Only the latest objects are remembered (at
-// most 1024, and 2 MiB of bytes), so objects nobody takes are forgotten.
-// Call it only when the objects reach TakeEncoded unchanged (an informer
-// without a transform).
+// of encoding the object again. At most 2048 objects and 4 MiB of bytes are
+// remembered: past those, the objects kept first keep their bytes, which
+// TakeEncoded is expected to take in the order the watch delivered them
+// (those passed by are forgotten). Call it only when the objects reach
+// TakeEncoded unchanged (an informer without a transform).
 func (lw *ListWatch) KeepEncoded() {
 	lw.received.CompareAndSwap(nil, newReceivedEncodings(keepEncodedMax, keepEncodedMaxBytes))
 }

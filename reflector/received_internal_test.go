@@ -2,6 +2,7 @@ package reflector
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,30 +11,58 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
-// receivedEncodings remembers at most its bounds, of objects and of bytes:
-// the oldest objects not taken are forgotten first, and a taken object is
-// held by nothing.
+// receivedEncodings remembers at most its bounds, of objects and of bytes.
+// At the bounds it keeps the objects it has, which are taken first, and
+// forgets only those passed by (kept before an object already taken); a
+// taken object is held by nothing.
 func TestReceivedEncodingsBounds(t *testing.T) {
 	r := newReceivedEncodings(8, 1000)
 	objs := make([]runtime.Object, 20)
 	for i := range objs {
 		objs[i] = &corev1.Pod{}
-		r.keep(objs[i], []byte{byte(i)})
-		if i%4 == 3 {
-			if b, ok := r.take(objs[i]); !ok || b[0] != byte(i) {
-				t.Fatalf("object %d: take gave %v %v", i, b, ok)
+	}
+	remembered := func(want ...int) {
+		t.Helper()
+		var got []int
+		for i, obj := range objs {
+			r.mu.Lock()
+			_, ok := r.objects[obj]
+			r.mu.Unlock()
+			if ok {
+				got = append(got, i)
 			}
 		}
-	}
-	// 20 kept in 8 slots: the last 8 remain, of which 15 and 19 were taken.
-	if n, b := r.len(); n != 6 || b != 6 {
-		t.Fatalf("remembers %d objects of %d bytes, want 6 of 6", n, b)
-	}
-	for i, obj := range objs {
-		_, ok := r.take(obj)
-		if want := i >= 12 && i%4 != 3; ok != want {
-			t.Errorf("object %d: remembered %v, want %v", i, ok, want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("remembers objects %v, want %v", got, want)
 		}
+	}
+	take := func(i int) {
+		t.Helper()
+		if b, ok := r.take(objs[i]); !ok || b[0] != byte(i) {
+			t.Fatalf("object %d: take gave %v %v", i, b, ok)
+		}
+	}
+	for i := range 10 {
+		r.keep(objs[i], []byte{byte(i)})
+	}
+	remembered(0, 1, 2, 3, 4, 5, 6, 7) // full: 8 and 9 were not kept
+	take(0)
+	take(1)
+	r.keep(objs[10], []byte{10})
+	r.keep(objs[11], []byte{11})
+	remembered(2, 3, 4, 5, 6, 7, 10, 11)
+	// Taking 5 passes 2, 3 and 4 by: they make room, and so does 5's
+	// slot; 6 and 7 do not.
+	take(5)
+	for i := 12; i < 17; i++ {
+		r.keep(objs[i], []byte{byte(i)})
+	}
+	remembered(6, 7, 10, 11, 12, 13, 14, 15)
+	if n, b := r.len(); n != 8 || b != 8 {
+		t.Fatalf("remembers %d objects of %d bytes, want 8 of 8", n, b)
+	}
+	for _, i := range []int{6, 7, 10, 11, 12, 13, 14, 15} {
+		take(i)
 	}
 	for slot, obj := range r.ring {
 		if obj != nil {
@@ -41,8 +70,8 @@ func TestReceivedEncodingsBounds(t *testing.T) {
 		}
 	}
 
-	// By bytes: 400 + 400 fit in 1000, a third 400 pushes out the first,
-	// and more than the bound is never kept.
+	// By bytes: 400 + 400 fit in 1000, a third 400 waits for room, and
+	// more than the bound is never kept.
 	big := []runtime.Object{&corev1.Pod{}, &corev1.Pod{}, &corev1.Pod{}, &corev1.Pod{}}
 	for _, obj := range big[:3] {
 		r.keep(obj, make([]byte, 400))
@@ -52,7 +81,7 @@ func TestReceivedEncodingsBounds(t *testing.T) {
 		t.Fatalf("remembers %d objects of %d bytes, want 2 of 800", n, b)
 	}
 	for i, obj := range big {
-		if _, ok := r.take(obj); ok != (i == 1 || i == 2) {
+		if _, ok := r.take(obj); ok != (i == 0 || i == 1) {
 			t.Errorf("object %d of 400/1001 bytes: remembered %v", i, ok)
 		}
 	}
