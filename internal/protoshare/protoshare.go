@@ -7,7 +7,6 @@ package protoshare
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"math/bits"
 	"reflect"
 	"sync"
@@ -36,11 +35,6 @@ import (
 // Depth is how many message levels a Plan compares: the object's fields
 // and those of its messages.
 const Depth = 2
-
-// ErrNotProtobuf is returned by Strip for bytes it cannot parse as
-// protobuf; the caller then decodes the old version in full, which reports
-// what is wrong with it.
-var ErrNotProtobuf = errors.New("protoshare: not a protobuf message")
 
 // Plan is how to share the fields of one message type: its fields of wire
 // type bytes by protobuf field number.
@@ -119,6 +113,13 @@ type Shared struct {
 	mask  uint64
 	count int
 }
+
+// Depth is how many message levels down the field lies: 1 for the
+// object's own fields.
+func (s Shared) Depth() int { return s.depth }
+
+// Partial reports whether the field is a slice shared element by element.
+func (s Shared) Partial() bool { return s.mask != 0 }
 
 // Scratch holds the buffers of one Strip; reuse it for the next (not
 // concurrently).
@@ -416,16 +417,3 @@ func mergeElements(old, new reflect.Value, mask uint64, count int) error {
 	old.Set(merged)
 	return nil
 }
-
-// errShape says a slice shared element by element has not the length its
-// encodings gave.
-var errShape = errors.New("protoshare: a slice shared element by element has another length than its encoding")
-
-var errNoMessage = errors.New("protoshare: a message shared field by field is missing")
-
-// Depth is how many message levels down the field lies: 1 for the
-// object's own fields.
-func (s Shared) Depth() int { return s.depth }
-
-// Partial reports whether the field is a slice shared element by element.
-func (s Shared) Partial() bool { return s.mask != 0 }
