@@ -117,7 +117,7 @@ type Queue struct {
 	processing bool
 
 	// eventLimit, when positive, is how many Deltas may be queued before a
-	// watch event waits for the consumer, instead of two batches
+	// watch event waits, whether or not the consumer processes
 	// (LimitEvents).
 	eventLimit int
 

@@ -80,7 +80,7 @@ type op struct {
 	plain []byte
 }
 
-// prepareUpsert builds the record of obj with its index values. keepPlain
+// prepareUpsertLocked builds the record of obj with its index values. keepPlain
 // keeps its plain payload in the op, for the decode of the version it
 // replaces.
 func (s *Store) prepareUpsertLocked(obj interface{}, keepPlain bool) (*op, error) {
@@ -119,7 +119,7 @@ func (s *Store) prepareUpsertKeyLocked(key string, obj interface{}, keepPlain bo
 	if err != nil {
 		return nil, err
 	}
-	rec.Payload = nil // in plain or packed, which go back to the pool
+	rec.Payload = nil // in plainBuf or packed, which go back to the pool
 	return &op{key: key, rv: rec.RV, rec: rec, enc: enc, obj: obj, plainLen: len(plain), plain: kept}, nil
 }
 
