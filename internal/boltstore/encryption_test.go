@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -126,6 +128,38 @@ func TestEncryptedPayloadNeverOnDisk(t *testing.T) {
 		}
 		if encrypt && !fileContains(t, path, "ns/s1-1") {
 			t.Fatal("keys must stay plaintext (index entries)")
+		}
+	}
+}
+
+// TestEncryptedUpdateOldObject: an update of a sealed record hands on the
+// object stored before, opened and decoded against the new version, as
+// for a plaintext record.
+func TestEncryptedUpdateOldObject(t *testing.T) {
+	keys := keyring(t, newKey(t, "k1"))
+	for _, encrypt := range []bool{false, true} {
+		s := openSecrets(t, filepath.Join(t.TempDir(), "cache.db"), secretOpts(keys, encrypt))
+		if _, err := s.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: secret("s", "1", "first")}}, "1"); err != nil {
+			t.Fatal(err)
+		}
+		stored, _, err := s.GetByKey("ns/s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		next := secret("s", "2", "second")
+		changes, err := s.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: next}}, "2")
+		if err != nil || changes[0].OldErr != nil {
+			t.Fatalf("encrypt=%v: apply %v, old %v", encrypt, err, changes[0].OldErr)
+		}
+		old := changes[0].Old.(*v1.Secret)
+		if !apiequality.Semantic.DeepEqual(old, stored) || string(old.Data["password"]) != "first" {
+			t.Fatalf("encrypt=%v: old object %+v, want the stored %+v", encrypt, old, stored)
+		}
+		if reflect.ValueOf(old.Labels).UnsafePointer() != reflect.ValueOf(next.Labels).UnsafePointer() {
+			t.Errorf("encrypt=%v: the unchanged labels were decoded, not shared with the new version", encrypt)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
