@@ -167,13 +167,18 @@ func putPayloadBuf(buf *[]byte) {
 // decode builds a new object from a decoded record (the write and verify
 // paths, which already hold one).
 func (c *objectCodec) decode(key string, r *cachefile.Record) (runtime.Object, error) {
-	v := cachefile.RecordView{
+	v := recordView(r)
+	obj, _, err := c.decodeView(key, &v)
+	return obj, err
+}
+
+// recordView is the view of a decoded record, its strings unsafely shared.
+func recordView(r *cachefile.Record) cachefile.RecordView {
+	return cachefile.RecordView{
 		Codec: r.Codec, Compression: r.Compression,
 		APIVersion: unsafeBytes(r.APIVersion), Kind: unsafeBytes(r.Kind), KeyID: unsafeBytes(r.KeyID),
 		Payload: r.Payload,
 	}
-	obj, _, err := c.decodeView(key, &v)
-	return obj, err
 }
 
 // shareScratch holds protoshare's buffers between decodes.
@@ -189,11 +194,7 @@ func (c *objectCodec) decodeOld(key string, r *cachefile.Record, newObj interfac
 	if c.share == nil || newPlain == nil || r.Codec != cachefile.CodecProtobuf || reflect.TypeOf(newObj) != c.ptr {
 		return c.decode(key, r)
 	}
-	v := cachefile.RecordView{
-		Codec: r.Codec, Compression: r.Compression,
-		APIVersion: unsafeBytes(r.APIVersion), Kind: unsafeBytes(r.Kind), KeyID: unsafeBytes(r.KeyID),
-		Payload: r.Payload,
-	}
+	v := recordView(r)
 	buf := payloadBufs.Get().(*[]byte)
 	defer putPayloadBuf(buf)
 	payload, err := c.open(key, &v, buf)
@@ -205,20 +206,14 @@ func (c *objectCodec) decodeOld(key string, r *cachefile.Record, newObj interfac
 	if err := c.share.Strip(payload, newPlain, sc); err != nil || len(sc.Shared) == 0 {
 		return c.decodePayload(&v, payload)
 	}
-	ptr := reflect.New(c.elem)
-	if c.sizes != nil {
-		c.sizes.Presize(ptr.Elem(), sc.Rest)
+	ptr, err := c.unmarshalProto(sc.Rest)
+	if err == nil {
+		err = protoshare.Apply(ptr, reflect.ValueOf(newObj), sc.Shared)
 	}
-	if err := ptr.Interface().(protoMessage).Unmarshal(sc.Rest); err != nil {
+	if err != nil {
 		return c.decodePayload(&v, payload) // which says what is wrong with it
 	}
-	if err := protoshare.Apply(ptr, reflect.ValueOf(newObj), sc.Shared); err != nil {
-		return c.decodePayload(&v, payload)
-	}
-	ro := ptr.Interface().(runtime.Object)
-	apiVersion, kind := c.typeStrings(v.APIVersion, v.Kind)
-	setTypeMeta(ro, apiVersion, kind)
-	return ro, nil
+	return c.typed(ptr, &v), nil
 }
 
 // putShareScratch returns sc to shareScratch unless it grew too large to keep.
@@ -248,21 +243,11 @@ func (c *objectCodec) decodeView(key string, v *cachefile.RecordView) (runtime.O
 func (c *objectCodec) decodePayload(v *cachefile.RecordView, payload []byte) (runtime.Object, error) {
 	switch v.Codec {
 	case cachefile.CodecProtobuf:
-		ptr := reflect.New(c.elem)
-		obj, ok := ptr.Interface().(protoMessage)
-		if !ok {
-			return nil, fmt.Errorf("%w: protobuf record but %s has no protobuf methods", cachefile.ErrCorruptRecord, c.name)
+		ptr, err := c.unmarshalProto(payload)
+		if err != nil {
+			return nil, err
 		}
-		if c.sizes != nil {
-			c.sizes.Presize(ptr.Elem(), payload)
-		}
-		if err := obj.Unmarshal(payload); err != nil {
-			return nil, fmt.Errorf("%w: protobuf decode %s: %v", cachefile.ErrCorruptRecord, c.name, err)
-		}
-		ro := obj.(runtime.Object)
-		apiVersion, kind := c.typeStrings(v.APIVersion, v.Kind)
-		setTypeMeta(ro, apiVersion, kind)
-		return ro, nil
+		return c.typed(ptr, v), nil
 	case cachefile.CodecUnstructuredJSON:
 		if c.id != cachefile.CodecUnstructuredJSON {
 			return nil, fmt.Errorf("%w: unstructured record in a store of %s", cachefile.ErrCorruptRecord, c.name)
@@ -283,6 +268,31 @@ func (c *objectCodec) decodePayload(v *cachefile.RecordView, payload []byte) (ru
 		return obj.(runtime.Object), nil
 	}
 	return nil, fmt.Errorf("%w: unknown codec %d", cachefile.ErrCorruptRecord, v.Codec)
+}
+
+// unmarshalProto decodes payload, presized, into a new object of the
+// store's type and returns the pointer to it.
+func (c *objectCodec) unmarshalProto(payload []byte) (reflect.Value, error) {
+	ptr := reflect.New(c.elem)
+	obj, ok := ptr.Interface().(protoMessage)
+	if !ok {
+		return ptr, fmt.Errorf("%w: protobuf record but %s has no protobuf methods", cachefile.ErrCorruptRecord, c.name)
+	}
+	if c.sizes != nil {
+		c.sizes.Presize(ptr.Elem(), payload)
+	}
+	if err := obj.Unmarshal(payload); err != nil {
+		return ptr, fmt.Errorf("%w: protobuf decode %s: %v", cachefile.ErrCorruptRecord, c.name, err)
+	}
+	return ptr, nil
+}
+
+// typed returns the object ptr points to with the TypeMeta of v.
+func (c *objectCodec) typed(ptr reflect.Value, v *cachefile.RecordView) runtime.Object {
+	ro := ptr.Interface().(runtime.Object)
+	apiVersion, kind := c.typeStrings(v.APIVersion, v.Kind)
+	setTypeMeta(ro, apiVersion, kind)
+	return ro
 }
 
 // newObject returns a new zero object of the store's type.
