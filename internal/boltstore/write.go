@@ -383,18 +383,23 @@ func (s *Store) decodeOld(changes []Change, olds []*cachefile.Record) {
 // every core. It copies what it reads from the batch's changes, so the
 // caller may rewrite them (a retried transaction) before wait.
 type oldDecoding struct {
-	s    *Store
-	idx  []int // the changes to fill
-	keys []string
-	recs []*cachefile.Record
-	// news and plains are the new versions and their plain payloads,
-	// which the old ones share the unchanged fields of (nil: decode in full).
-	news   []interface{}
-	plains [][]byte
-	objs   []runtime.Object
-	errs   []error
-	next   atomic.Int64
-	wg     sync.WaitGroup
+	s     *Store
+	items []oldItem
+	next  atomic.Int64
+	wg    sync.WaitGroup
+}
+
+// oldItem is one previous record to decode, and what came of it.
+type oldItem struct {
+	change int // the change to fill
+	key    string
+	rec    *cachefile.Record
+	// new and plain are the new version and its plain payload, which the
+	// old one shares the unchanged fields of (plain nil: decode in full).
+	new   interface{}
+	plain []byte
+	obj   runtime.Object
+	err   error
 }
 
 // startDecodeOld starts decoding the records of olds (detached from
@@ -403,19 +408,17 @@ type oldDecoding struct {
 // version then shares with its new one the fields both encode the same.
 func (s *Store) startDecodeOld(changes []Change, olds []*cachefile.Record, prepared []*op, skipDeletes bool) *oldDecoding {
 	d := &oldDecoding{s: s}
-	for i := range changes {
-		if olds[i] == nil || changes[i].OldErr != nil || (skipDeletes && changes[i].Type == Deleted) {
+	for i, ch := range changes {
+		if olds[i] == nil || ch.OldErr != nil || (skipDeletes && ch.Type == Deleted) {
 			continue
 		}
-		d.idx, d.keys, d.recs = append(d.idx, i), append(d.keys, changes[i].Key), append(d.recs, olds[i])
-		var plain []byte
-		if prepared != nil && changes[i].Type == Updated {
-			plain = prepared[i].plain
+		it := oldItem{change: i, key: ch.Key, rec: olds[i], new: ch.New}
+		if prepared != nil && ch.Type == Updated {
+			it.plain = prepared[i].plain
 		}
-		d.news, d.plains = append(d.news, changes[i].New), append(d.plains, plain)
+		d.items = append(d.items, it)
 	}
-	d.objs, d.errs = make([]runtime.Object, len(d.recs)), make([]error, len(d.recs))
-	for range min(goruntime.GOMAXPROCS(0), len(d.recs)) {
+	for range min(goruntime.GOMAXPROCS(0), len(d.items)) {
 		d.wg.Go(d.work)
 	}
 	return d
@@ -424,10 +427,11 @@ func (s *Store) startDecodeOld(changes []Change, olds []*cachefile.Record, prepa
 func (d *oldDecoding) work() {
 	for {
 		i := int(d.next.Add(1) - 1)
-		if i >= len(d.recs) {
+		if i >= len(d.items) {
 			return
 		}
-		d.objs[i], d.errs[i] = d.s.codec.decodeOld(d.keys[i], d.recs[i], d.news[i], d.plains[i])
+		it := &d.items[i]
+		it.obj, it.err = d.s.codec.decodeOld(it.key, it.rec, it.new, it.plain)
 	}
 }
 
@@ -437,12 +441,12 @@ func (d *oldDecoding) wait() { d.wg.Wait() }
 // fill waits, then sets Old (or OldErr) of the changes decoded.
 func (d *oldDecoding) fill(changes []Change) {
 	d.wait()
-	for j, i := range d.idx {
-		if err := d.errs[j]; err != nil {
-			changes[i].OldErr = fmt.Errorf("store %s key %q: %w", d.s.name, d.keys[j], err)
+	for _, it := range d.items {
+		if it.err != nil {
+			changes[it.change].OldErr = fmt.Errorf("store %s key %q: %w", d.s.name, it.key, it.err)
 			continue
 		}
-		changes[i].Old = d.objs[j]
+		changes[it.change].Old = it.obj
 	}
 }
 
