@@ -23,21 +23,61 @@ type kindColumns struct {
 	columns []metav1.TableColumnDefinition
 	// cells returns one cell per column (wide ones included: the table
 	// printer drops priority-1 columns unless -o wide).
-	cells func(u *unstructured.Unstructured, now time.Time) ([]interface{}, error)
+	cells cellRule
 }
 
-// typedCells converts the unstructured object to its v1 Go type and fills
-// the row from it.
+// cellRule fills a row from either form an object reaches a table in:
+// the JSON form List and the admin socket return, or the Go object a
+// file's store decoded (admin.Local.ListObjects), which skips the JSON
+// round trip. Both give the same cells.
+type cellRule struct {
+	unstructured func(u *unstructured.Unstructured, now time.Time) ([]interface{}, error)
+	// typed fills the row from a decoded object of the kind's Go type; it
+	// reports false for any other object (one of a type this build does
+	// not know), whose row the unstructured rule fills.
+	typed func(obj runtime.Object, now time.Time) ([]interface{}, bool)
+}
+
+// row fills the row of obj: with the typed rule when it takes obj, from
+// obj's JSON form otherwise.
+func (r cellRule) row(obj runtime.Object, now time.Time) ([]interface{}, error) {
+	if r.typed != nil {
+		if cells, ok := r.typed(obj, now); ok {
+			return cells, nil
+		}
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+		if err != nil {
+			return nil, fmt.Errorf("%T: %w", obj, err)
+		}
+		u = &unstructured.Unstructured{Object: content}
+	}
+	return r.unstructured(u, now)
+}
+
+// typedCells fills the row from the kind's v1 Go type: a decoded object
+// directly, an unstructured one once converted to it.
 func typedCells[T any, PT interface {
 	*T
 	runtime.Object
-}](fn func(obj PT, now time.Time) []interface{}) func(*unstructured.Unstructured, time.Time) ([]interface{}, error) {
-	return func(u *unstructured.Unstructured, now time.Time) ([]interface{}, error) {
-		obj := PT(new(T))
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
-			return nil, fmt.Errorf("%s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
-		}
-		return fn(obj, now), nil
+}](fn func(obj PT, now time.Time) []interface{}) cellRule {
+	return cellRule{
+		unstructured: func(u *unstructured.Unstructured, now time.Time) ([]interface{}, error) {
+			obj := PT(new(T))
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj); err != nil {
+				return nil, fmt.Errorf("%s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+			}
+			return fn(obj, now), nil
+		},
+		typed: func(obj runtime.Object, now time.Time) ([]interface{}, bool) {
+			o, ok := obj.(PT)
+			if !ok {
+				return nil, false
+			}
+			return fn(o, now), true
+		},
 	}
 }
 

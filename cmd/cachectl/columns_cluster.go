@@ -11,6 +11,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
@@ -36,11 +37,20 @@ var configMapColumns = kindColumns{
 
 var secretColumns = kindColumns{
 	columns: []metav1.TableColumnDefinition{nameCol, col("Type", "string"), col("Data", "string"), col("Age", "string")},
-	// Read unconverted: redacted data need not be base64.
-	cells: func(u *unstructured.Unstructured, now time.Time) ([]interface{}, error) {
-		typ, _, _ := unstructured.NestedString(u.Object, "type")
-		data, _, _ := unstructured.NestedMap(u.Object, "data")
-		return []interface{}{u.GetName(), typ, int64(len(data)), age(u.GetCreationTimestamp(), now)}, nil
+	cells: cellRule{
+		// Read unconverted: redacted data need not be base64.
+		unstructured: func(u *unstructured.Unstructured, now time.Time) ([]interface{}, error) {
+			typ, _, _ := unstructured.NestedString(u.Object, "type")
+			data, _, _ := unstructured.NestedMap(u.Object, "data")
+			return []interface{}{u.GetName(), typ, int64(len(data)), age(u.GetCreationTimestamp(), now)}, nil
+		},
+		typed: func(obj runtime.Object, now time.Time) ([]interface{}, bool) {
+			s, ok := obj.(*v1.Secret)
+			if !ok {
+				return nil, false
+			}
+			return []interface{}{s.Name, string(s.Type), int64(len(s.Data)), age(s.CreationTimestamp, now)}, true
+		},
 	},
 }
 

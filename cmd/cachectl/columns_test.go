@@ -1,7 +1,12 @@
 package main
 
 import (
+	"encoding/json"
+	"maps"
+	"math/rand"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,12 +16,18 @@ import (
 	v1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
+	"k8s.io/apimachinery/pkg/api/meta"
 	apiresource "k8s.io/apimachinery/pkg/api/resource"
+	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 
 	"github.com/boltinformer/boltinformer/cachefile"
@@ -310,13 +321,75 @@ func TestPodColumns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cells, err := kc.cells(&unstructured.Unstructured{Object: content}, admintest.Now)
+		cells, err := kc.cells.unstructured(&unstructured.Unstructured{Object: content}, admintest.Now)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got := [3]string{cells[1].(string), cells[2].(string), cells[3].(string)}
 		if got != want[pod.Name] {
 			t.Errorf("%s: READY, STATUS, RESTARTS = %q, want %q", pod.Name, got, want[pod.Name])
+		}
+	}
+}
+
+// TestTypedCellsEqualUnstructured fuzzes objects of every kind with
+// columns, and of one without (genericColumns), and checks that a row
+// filled from the decoded object (what a file's table reads) equals the
+// row filled from its JSON form (what the admin socket carries).
+func TestTypedCellsEqualUnstructured(t *testing.T) {
+	f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(7), serializer.NewCodecFactory(scheme.Scheme)).
+		NilChance(0.2).NumElements(0, 3).MaxDepth(10)
+	rng := rand.New(rand.NewSource(8))
+	kinds := map[schema.GroupKind]kindColumns{{Kind: "LimitRange"}: genericColumns}
+	for gk, kc := range builtinColumns {
+		kinds[gk] = kc
+	}
+	gks := slices.SortedFunc(maps.Keys(kinds), func(a, b schema.GroupKind) int { return strings.Compare(a.String(), b.String()) })
+	for _, gk := range gks {
+		kc := kinds[gk]
+		for i := range 40 {
+			obj, err := scheme.Scheme.New(gk.WithVersion("v1"))
+			if err != nil {
+				t.Fatalf("%v: %v", gk, err)
+			}
+			f.Fill(obj)
+			if i%2 == 0 { // an age in kubectl's finer units, not years
+				m, err := meta.Accessor(obj)
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.SetCreationTimestamp(metav1.NewTime(admintest.Now.Add(-time.Duration(rng.Int63n(int64(3 * 24 * time.Hour)))).Truncate(time.Second)))
+			}
+			typed, ok := kc.cells.typed(obj, admintest.Now)
+			if !ok {
+				t.Fatalf("%v: the typed rule refused a %T", gk, obj)
+			}
+			raw, err := json.Marshal(obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			content := map[string]interface{}{}
+			if err := utiljson.Unmarshal(raw, &content); err != nil {
+				t.Fatal(err)
+			}
+			u := &unstructured.Unstructured{Object: content}
+			fromJSON, err := kc.cells.unstructured(u, admintest.Now)
+			if err != nil {
+				t.Fatalf("%v #%d: %v", gk, i, err)
+			}
+			if !reflect.DeepEqual(typed, fromJSON) {
+				t.Fatalf("%v #%d: cells from the object %q, from its JSON form %q", gk, i, typed, fromJSON)
+			}
+			// row takes either form, and an object the typed rule refuses.
+			for _, o := range []runtime.Object{obj, u} {
+				got, err := kc.cells.row(o, admintest.Now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, typed) {
+					t.Fatalf("%v #%d: row of %T %q, want %q", gk, i, o, got, typed)
+				}
+			}
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/boltinformer/boltinformer/internal/admin"
@@ -120,10 +121,26 @@ func (o *getOptions) streamTables(ctx context.Context, e *env, r admin.Reader, r
 }
 
 // eachTable reads what q selects and hands fn its table streamChunk
-// objects at a time. It returns how many objects it read.
+// objects at a time. It returns how many objects it read. From a file it
+// reads the store's decoded objects (objectLister), which fill a row
+// without List's JSON round trip.
 func eachTable(ctx context.Context, r admin.Reader, q admin.Query, topts tableOptions, fn func(*metav1.Table) error) (int, error) {
+	if ol, ok := r.(objectLister); ok {
+		return eachTableOf(topts, fn, func(add func(k8sruntime.Object) error) error { return ol.ListObjects(ctx, q, add) })
+	}
+	return eachTableOf(topts, fn, func(add func(*unstructured.Unstructured) error) error { return r.List(ctx, q, add) })
+}
+
+// objectLister is a Reader that also lists the objects as its stores
+// decoded them (admin.Local; the socket's client carries JSON only).
+type objectLister interface {
+	ListObjects(ctx context.Context, q admin.Query, fn func(k8sruntime.Object) error) error
+}
+
+// eachTableOf is eachTable over the objects list hands to add.
+func eachTableOf[T k8sruntime.Object](topts tableOptions, fn func(*metav1.Table) error, list func(add func(T) error) error) (int, error) {
 	n := 0
-	chunk := make([]*unstructured.Unstructured, 0, streamChunk)
+	chunk := make([]T, 0, streamChunk)
 	emit := func() error {
 		t, err := buildTable(chunk, topts)
 		if err != nil {
@@ -133,9 +150,9 @@ func eachTable(ctx context.Context, r admin.Reader, q admin.Query, topts tableOp
 		chunk = chunk[:0]
 		return fn(t)
 	}
-	err := r.List(ctx, q, func(u *unstructured.Unstructured) error {
+	err := list(func(obj T) error {
 		n++
-		chunk = append(chunk, u)
+		chunk = append(chunk, obj)
 		if len(chunk) < streamChunk {
 			return nil
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -109,19 +110,20 @@ type tableOptions struct {
 // buildTable makes the metav1.Table of items with kubectl's columns for
 // the kind (columns.go); for other kinds NAME and AGE, as kubectl prints
 // types without printer columns, and with -o wide RESOURCEVERSION, UID
-// and OWNER. The table printer adds NAMESPACE, the kind and labels.
-func buildTable(items []*unstructured.Unstructured, o tableOptions) (*metav1.Table, error) {
+// and OWNER. The table printer adds NAMESPACE, the kind and labels. Items
+// are JSON-form objects or, read from a file, the store's decoded ones.
+func buildTable[T runtime.Object](items []T, o tableOptions) (*metav1.Table, error) {
 	kc, ok := columnsFor(o.gk)
 	if !ok {
 		kc = genericColumns
 	}
 	t := &metav1.Table{ColumnDefinitions: kc.columns, Rows: make([]metav1.TableRow, 0, len(items))}
-	for _, u := range items {
-		cells, err := kc.cells(u, o.now)
+	for _, obj := range items {
+		cells, err := kc.cells.row(obj, o.now)
 		if err != nil {
 			return nil, err
 		}
-		t.Rows = append(t.Rows, metav1.TableRow{Cells: cells, Object: runtime.RawExtension{Object: u}})
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: cells, Object: runtime.RawExtension{Object: obj}})
 	}
 	return t, nil
 }
@@ -130,9 +132,23 @@ func buildTable(items []*unstructured.Unstructured, o tableOptions) (*metav1.Tab
 var genericColumns = kindColumns{
 	columns: []metav1.TableColumnDefinition{nameCol, col("Age", "string"),
 		wideCol("ResourceVersion", "string"), wideCol("UID", "string"), wideCol("Owner", "string")},
-	cells: func(u *unstructured.Unstructured, now time.Time) ([]interface{}, error) {
-		return []interface{}{u.GetName(), age(u.GetCreationTimestamp(), now), u.GetResourceVersion(), string(u.GetUID()), owner(u)}, nil
+	cells: cellRule{
+		unstructured: func(u *unstructured.Unstructured, now time.Time) ([]interface{}, error) {
+			return genericCells(u, now), nil
+		},
+		typed: func(obj runtime.Object, now time.Time) ([]interface{}, bool) {
+			m, err := meta.Accessor(obj)
+			if err != nil {
+				return nil, false
+			}
+			return genericCells(m, now), true
+		},
 	},
+}
+
+// genericCells are the cells of genericColumns.
+func genericCells(m metav1.Object, now time.Time) []interface{} {
+	return []interface{}{m.GetName(), age(m.GetCreationTimestamp(), now), m.GetResourceVersion(), string(m.GetUID()), owner(m)}
 }
 
 // age is kubectl's AGE: a short human duration since ts.
@@ -144,8 +160,8 @@ func age(ts metav1.Time, now time.Time) string {
 }
 
 // owner names the controller (or first owner) of an object as Kind/name.
-func owner(u *unstructured.Unstructured) string {
-	refs := u.GetOwnerReferences()
+func owner(m metav1.Object) string {
+	refs := m.GetOwnerReferences()
 	if len(refs) == 0 {
 		return "<none>"
 	}

@@ -10,6 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
@@ -272,6 +273,38 @@ func (l *Local) List(ctx context.Context, q Query, fn func(*unstructured.Unstruc
 	return run(fn)
 }
 
+// ListObjects streams the objects q selects as List does, but as the
+// store decoded them, without List's JSON round trip: a built-in type's Go
+// object (kind and apiVersion may be unset) or, for a type this build does
+// not know, an Unstructured. Secrets are redacted unless q.ShowSecrets, as
+// in List (a redacted Secret is a copy), and with q.MetadataOnly the
+// objects are List's metadata-only ones. The objects may be shared with
+// the store's hot-object cache: fn must not modify them. It is for callers
+// in this process, such as cachectl's tables, which read a few fields of
+// many objects; what crosses the admin socket is List's form.
+func (l *Local) ListObjects(ctx context.Context, q Query, fn func(runtime.Object) error) error {
+	si, cq, walk, err := l.prepareWalk(ctx, q)
+	if err != nil {
+		return err
+	}
+	if walk == nil {
+		return l.walkKeys(ctx, si, cq, func(u *unstructured.Unstructured) error { return fn(u) })
+	}
+	switch {
+	case q.MetadataOnly:
+		return walk(func(o runtime.Object) error {
+			u, err := normalize(o, si.identity, true, q.ShowSecrets)
+			if err != nil {
+				return fmt.Errorf("store %s: %w", q.Store, err)
+			}
+			return fn(u)
+		})
+	case !q.ShowSecrets:
+		return walk(func(o runtime.Object) error { return fn(redacted(o)) })
+	}
+	return walk(fn)
+}
+
 // compile reads the metadata of the store q names and compiles q for its
 // type.
 func (l *Local) compile(ctx context.Context, q Query) (storeMeta, *compiledQuery, error) {
@@ -287,22 +320,41 @@ func (l *Local) compile(ctx context.Context, q Query) (storeMeta, *compiledQuery
 // and have the index q names) and returns the walk, so a server can
 // answer a bad query with an error status before it streams.
 func (l *Local) prepareList(ctx context.Context, q Query) (func(fn func(*unstructured.Unstructured) error) error, error) {
-	si, cq, err := l.compile(ctx, q)
+	si, cq, walk, err := l.prepareWalk(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	if cq.indexName != "" && !si.hasIndex(cq.indexName) {
-		return nil, fmt.Errorf("%w: store %s has no index %q (indexes: %s)", ErrBadQuery, q.Store, cq.indexName, si.indexList())
-	}
-	if cq.keysOnly() {
+	if walk == nil {
 		return func(fn func(*unstructured.Unstructured) error) error { return l.walkKeys(ctx, si, cq, fn) }, nil
-	}
-	s, err := l.store(si)
-	if err != nil {
-		return nil, err
 	}
 	return func(fn func(*unstructured.Unstructured) error) error {
 		n := newNormalizer(si.identity, q, fn)
+		if err := walk(n.add); err != nil {
+			return err
+		}
+		return n.flush()
+	}, nil
+}
+
+// prepareWalk checks q as prepareList does and returns the walk over the
+// decoded objects q selects, or a nil walk when q reads keys only
+// (walkKeys).
+func (l *Local) prepareWalk(ctx context.Context, q Query) (storeMeta, *compiledQuery, func(visit func(runtime.Object) error) error, error) {
+	si, cq, err := l.compile(ctx, q)
+	if err != nil {
+		return si, nil, nil, err
+	}
+	if cq.indexName != "" && !si.hasIndex(cq.indexName) {
+		return si, nil, nil, fmt.Errorf("%w: store %s has no index %q (indexes: %s)", ErrBadQuery, q.Store, cq.indexName, si.indexList())
+	}
+	if cq.keysOnly() {
+		return si, cq, nil, nil
+	}
+	s, err := l.store(si)
+	if err != nil {
+		return si, nil, nil, err
+	}
+	return si, cq, func(fn func(runtime.Object) error) error {
 		read := 0
 		visit := func(obj interface{}) error {
 			if err := ctx.Err(); err != nil {
@@ -321,27 +373,22 @@ func (l *Local) prepareList(ctx context.Context, q Query) (func(fn func(*unstruc
 			if err != nil || !ok {
 				return err
 			}
-			return n.add(o)
+			return fn(o)
 		}
-		var err error
 		switch {
 		case q.Name != "":
-			var obj interface{}
-			var ok bool
-			if obj, ok, err = s.GetByKey(cq.key()); err == nil && ok {
-				err = visit(obj)
+			obj, ok, err := s.GetByKey(cq.key())
+			if err != nil || !ok {
+				return err
 			}
+			return visit(obj)
 		case cq.indexName != "":
-			err = s.ByIndexFunc(cq.indexName, cq.indexValue, visit)
+			return s.ByIndexFunc(cq.indexName, cq.indexValue, visit)
 		case q.Namespace != "" && si.hasIndex(namespaceIndex):
-			err = s.ByIndexFunc(namespaceIndex, q.Namespace, visit)
+			return s.ByIndexFunc(namespaceIndex, q.Namespace, visit)
 		default:
-			err = s.ForEach(visit)
+			return s.ForEach(visit)
 		}
-		if err != nil {
-			return err
-		}
-		return n.flush()
 	}, nil
 }
 

@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/admin"
@@ -40,26 +43,30 @@ func names(t *testing.T, r admin.Reader, q admin.Query) ([]string, error) {
 	return out, err
 }
 
+// listCases are queries of the fixture and the objects they select.
+var listCases = []struct {
+	name string
+	q    admin.Query
+	want string
+}{
+	{"all pods", admin.Query{Store: admintest.PodStore}, "default/db-0 default/web-0 default/web-1 kube-system/dns-0 team-a/job-7"},
+	{"namespace via index", admin.Query{Store: admintest.PodStore, Namespace: "default"}, "default/db-0 default/web-0 default/web-1"},
+	{"namespace via filter", admin.Query{Store: admintest.ConfigMapStore, Namespace: "kube-system"}, "kube-system/coredns"},
+	{"label selector", admin.Query{Store: admintest.PodStore, LabelSelector: "app in (web,dns),tier!=front"}, "kube-system/dns-0"},
+	{"field nodeName", admin.Query{Store: admintest.PodStore, FieldSelector: "spec.nodeName=node-1"}, "default/db-0 default/web-0"},
+	{"field phase and name", admin.Query{Store: admintest.PodStore, FieldSelector: "status.phase!=Running,metadata.name!=db-0"}, "team-a/job-7"},
+	{"index", admin.Query{Store: admintest.PodStore, Index: "node=node-2"}, "default/web-1 kube-system/dns-0"},
+	{"index and namespace", admin.Query{Store: admintest.PodStore, Index: "node=node-2", Namespace: "default"}, "default/web-1"},
+	{"name", admin.Query{Store: admintest.PodStore, Namespace: "default", Name: "web-1"}, "default/web-1"},
+	{"missing name", admin.Query{Store: admintest.PodStore, Namespace: "default", Name: "nope"}, ""},
+	{"unstructured store", admin.Query{Store: admintest.WidgetStore, FieldSelector: "metadata.namespace=team-a"}, "team-a/cog"},
+	{"typed JSON store of an unknown type", admin.Query{Store: admintest.GadgetStore, Name: "gizmo"}, "/gizmo"},
+	{"metadata only", admin.Query{Store: admintest.PodStore, Namespace: "default", MetadataOnly: true}, "default/db-0 default/web-0 default/web-1"},
+}
+
 func TestLocalList(t *testing.T) {
 	l, _ := fixture(t)
-	for _, tc := range []struct {
-		name string
-		q    admin.Query
-		want string
-	}{
-		{"all pods", admin.Query{Store: admintest.PodStore}, "default/db-0 default/web-0 default/web-1 kube-system/dns-0 team-a/job-7"},
-		{"namespace via index", admin.Query{Store: admintest.PodStore, Namespace: "default"}, "default/db-0 default/web-0 default/web-1"},
-		{"namespace via filter", admin.Query{Store: admintest.ConfigMapStore, Namespace: "kube-system"}, "kube-system/coredns"},
-		{"label selector", admin.Query{Store: admintest.PodStore, LabelSelector: "app in (web,dns),tier!=front"}, "kube-system/dns-0"},
-		{"field nodeName", admin.Query{Store: admintest.PodStore, FieldSelector: "spec.nodeName=node-1"}, "default/db-0 default/web-0"},
-		{"field phase and name", admin.Query{Store: admintest.PodStore, FieldSelector: "status.phase!=Running,metadata.name!=db-0"}, "team-a/job-7"},
-		{"index", admin.Query{Store: admintest.PodStore, Index: "node=node-2"}, "default/web-1 kube-system/dns-0"},
-		{"index and namespace", admin.Query{Store: admintest.PodStore, Index: "node=node-2", Namespace: "default"}, "default/web-1"},
-		{"name", admin.Query{Store: admintest.PodStore, Namespace: "default", Name: "web-1"}, "default/web-1"},
-		{"missing name", admin.Query{Store: admintest.PodStore, Namespace: "default", Name: "nope"}, ""},
-		{"unstructured store", admin.Query{Store: admintest.WidgetStore, FieldSelector: "metadata.namespace=team-a"}, "team-a/cog"},
-		{"typed JSON store of an unknown type", admin.Query{Store: admintest.GadgetStore, Name: "gizmo"}, "/gizmo"},
-	} {
+	for _, tc := range listCases {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := names(t, l, tc.q)
 			if err != nil {
@@ -208,5 +215,60 @@ func TestListHandsOnInKeyOrderAndStopsOnError(t *testing.T) {
 	})
 	if !errors.Is(err, stop) || calls != 100 {
 		t.Errorf("fn's error at the 100th object: List returned %v after %d calls", err, calls)
+	}
+}
+
+// TestLocalListObjects checks that ListObjects selects what List does, in
+// the same order, and hands on the store's decoded objects: Go types for
+// built-in ones, Secrets redacted (in a copy) unless shown.
+func TestLocalListObjects(t *testing.T) {
+	l, _ := fixture(t)
+	for _, tc := range listCases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			err := l.ListObjects(context.Background(), tc.q, func(o runtime.Object) error {
+				m, err := meta.Accessor(o)
+				if err != nil {
+					return err
+				}
+				if _, typed := o.(*v1.Pod); typed != (tc.q.Store == admintest.PodStore && !tc.q.MetadataOnly) {
+					t.Errorf("%s: a %T", m.GetName(), o)
+				}
+				got = append(got, m.GetNamespace()+"/"+m.GetName())
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Fatalf("got %q, want %q", strings.Join(got, " "), tc.want)
+			}
+		})
+	}
+	for _, q := range []admin.Query{{Store: "nope"}, {Store: admintest.PodStore, Index: "zone=a"}} {
+		err := l.ListObjects(context.Background(), q, func(runtime.Object) error { return nil })
+		if !errors.Is(err, admin.ErrStoreNotFound) && !errors.Is(err, admin.ErrBadQuery) {
+			t.Errorf("%+v: %v", q, err)
+		}
+	}
+
+	secret := func(show bool) *v1.Secret {
+		t.Helper()
+		var s *v1.Secret
+		q := admin.Query{Store: admintest.SecretStore, Namespace: "default", Name: "db-password", ShowSecrets: show}
+		if err := l.ListObjects(context.Background(), q, func(o runtime.Object) error { s = o.(*v1.Secret); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if s == nil {
+			t.Fatal("no secret")
+		}
+		return s
+	}
+	hidden := secret(false)
+	if string(hidden.Data["password"]) != admin.Redacted || hidden.Annotations["kubectl.kubernetes.io/last-applied-configuration"] != admin.Redacted {
+		t.Fatalf("secret not redacted: %q, %q", hidden.Data, hidden.Annotations)
+	}
+	if shown := secret(true); string(shown.Data["password"]) != "hunter2" {
+		t.Fatalf("shown secret data %q", shown.Data["password"])
 	}
 }

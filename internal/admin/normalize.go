@@ -6,6 +6,7 @@ import (
 	goruntime "runtime"
 
 	"golang.org/x/sync/errgroup"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -83,6 +84,33 @@ func redactSecret(content map[string]interface{}) {
 			}
 		}
 	}
+}
+
+// redacted returns o, or for a core Secret a copy of it redacted as
+// redactSecret redacts the JSON form (o itself may be shared with a
+// hot-object cache, so it is never modified).
+func redacted(o runtime.Object) runtime.Object {
+	switch s := o.(type) {
+	case *v1.Secret:
+		c := s.DeepCopy()
+		for k := range c.Data {
+			c.Data[k] = []byte(Redacted)
+		}
+		for k := range c.StringData {
+			c.StringData[k] = Redacted
+		}
+		if _, ok := c.Annotations[lastAppliedAnnotation]; ok {
+			c.Annotations[lastAppliedAnnotation] = Redacted
+		}
+		return c
+	case *unstructured.Unstructured:
+		if s.GetKind() == "Secret" && s.GetAPIVersion() == "v1" {
+			c := s.DeepCopy()
+			redactSecret(c.Object)
+			return c
+		}
+	}
+	return o
 }
 
 // isSecretStore reports whether a store's identity is core Secrets.
