@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/util/jsonpath"
 
@@ -249,7 +250,13 @@ type fetched struct {
 	res       resource
 	namespace string
 	items     []*unstructured.Unstructured
+	// objects, instead of items, are what a table read from a file
+	// fetched: the store's decoded objects (objectLister).
+	objects []k8sruntime.Object
 }
+
+// len is how many objects f holds.
+func (f *fetched) len() int { return len(f.items) + len(f.objects) }
 
 func (o *getOptions) run(ctx context.Context, e *env) error {
 	r, info, err := o.source.openInfo(ctx)
@@ -283,28 +290,42 @@ func (o *getOptions) run(ctx context.Context, e *env) error {
 		return o.streamObjects(ctx, e, r, reqs)
 	}
 
+	// A table without --sort-by reads a file's decoded objects, as
+	// streamTables does; the -o printers and sorting read the JSON form.
+	objects, _ := r.(objectLister)
+	if o.printer != nil || o.sorter != nil {
+		objects = nil
+	}
 	var results []fetched
 	var missing []string
 	for _, req := range reqs {
 		res := req.res
 		f := fetched{res: res, namespace: req.namespace}
 		q := o.query(res, f.namespace)
-		collect := func(u *unstructured.Unstructured) error {
-			f.items = append(f.items, u)
-			return nil
+		list := func(q admin.Query) error {
+			if objects != nil {
+				return objects.ListObjects(ctx, q, func(obj k8sruntime.Object) error {
+					f.objects = append(f.objects, obj)
+					return nil
+				})
+			}
+			return r.List(ctx, q, func(u *unstructured.Unstructured) error {
+				f.items = append(f.items, u)
+				return nil
+			})
 		}
 		if len(req.names) == 0 {
-			if err := r.List(ctx, q, collect); err != nil {
+			if err := list(q); err != nil {
 				return queryError(err)
 			}
 		}
 		for _, name := range req.names {
 			q.Name = name
-			before := len(f.items)
-			if err := r.List(ctx, q, collect); err != nil {
+			before := f.len()
+			if err := list(q); err != nil {
 				return queryError(err)
 			}
-			if len(f.items) == before && !o.ignoreNotFound {
+			if f.len() == before && !o.ignoreNotFound {
 				missing = append(missing, fmt.Sprintf("%s %q not found", res, name))
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/printers"
 )
@@ -14,14 +15,16 @@ import (
 func (o *getOptions) print(e *env, results []fetched) error {
 	out := e.streams.Out
 	var all []*unstructured.Unstructured
+	n := 0
 	for _, f := range results {
 		all = append(all, f.items...)
+		n += f.len()
 	}
 	named := false
 	for _, r := range o.requests {
 		named = named || len(r.names) > 0
 	}
-	if named && len(all) == 0 {
+	if named && n == 0 {
 		return nil // only the not-found error (or nothing with --ignore-not-found), as kubectl
 	}
 	if o.printer != nil {
@@ -33,14 +36,21 @@ func (o *getOptions) print(e *env, results []fetched) error {
 	}
 	printed := false
 	for _, f := range results {
-		if len(f.items) == 0 {
+		if f.len() == 0 {
 			continue
 		}
 		if printed {
 			fmt.Fprintln(out)
 		}
 		printed = true
-		t, err := buildTable(f.items, tableOptions{gk: f.res.gvk.GroupKind(), now: e.now()})
+		topts := tableOptions{gk: f.res.gvk.GroupKind(), now: e.now()}
+		var t *metav1.Table
+		var err error
+		if f.objects != nil {
+			t, err = buildTable(f.objects, topts)
+		} else {
+			t, err = buildTable(f.items, topts)
+		}
 		if err != nil {
 			return err
 		}

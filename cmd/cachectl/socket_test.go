@@ -100,6 +100,11 @@ func TestSocketMatchesFile(t *testing.T) {
 		{"get", "widgets.example.com", "-A", "-o", "json"},
 		{"get", "cm", "-n", "kube-system", "-o", "yaml"},
 		{"get", "pods,cm", "-n", "default"},
+		// Tables a file fills from decoded objects: named, Secrets, a type
+		// this build does not know (its rows from the JSON form).
+		{"get", "pod", "web-0", "db-0", "-o", "wide"},
+		{"get", "secrets", "-A"},
+		{"get", "widgets.example.com", "-A", "-o", "wide"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {
 			got := cachectl(t, append(args, "--socket", sock)...).ok(t).stdout
