@@ -184,16 +184,20 @@ func listFramingFor(output string, showManagedFields bool) (listFraming, bool) {
 	switch output {
 	case "json":
 		return listFraming{
-			header:     "{\n    \"apiVersion\": \"v1\",\n    \"items\": [\n",
-			sep:        ",\n",
-			trailer:    "\n    ],\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n    }\n}\n",
-			newPrinter: func() printers.ResourcePrinter { return wrap(&printers.JSONPrinter{}) },
+			header:  "{\n    \"apiVersion\": \"v1\",\n    \"items\": [\n",
+			sep:     ",\n",
+			trailer: "\n    ],\n    \"kind\": \"List\",\n    \"metadata\": {\n        \"resourceVersion\": \"\"\n    }\n}\n",
+			newPrinter: func() printers.ResourcePrinter {
+				return listPrinter{showManagedFields: showManagedFields, slow: wrap(&printers.JSONPrinter{})}
+			},
 		}, true
 	case "yaml":
 		return listFraming{
-			header:     "apiVersion: v1\nitems:\n",
-			trailer:    "kind: List\nmetadata:\n  resourceVersion: \"\"\n",
-			newPrinter: func() printers.ResourcePrinter { return wrap(&printers.YAMLPrinter{}) },
+			header:  "apiVersion: v1\nitems:\n",
+			trailer: "kind: List\nmetadata:\n  resourceVersion: \"\"\n",
+			newPrinter: func() printers.ResourcePrinter {
+				return listPrinter{yaml: true, showManagedFields: showManagedFields, slow: wrap(&printers.YAMLPrinter{})}
+			},
 		}, true
 	case "name":
 		return listFraming{newPrinter: func() printers.ResourcePrinter { return wrap(&printers.NamePrinter{}) }}, true
