@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"maps"
 	"math/rand"
 	"path/filepath"
@@ -26,7 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 
@@ -364,15 +362,7 @@ func TestTypedCellsEqualUnstructured(t *testing.T) {
 			if !ok {
 				t.Fatalf("%v: the typed rule refused a %T", gk, obj)
 			}
-			raw, err := json.Marshal(obj)
-			if err != nil {
-				t.Fatal(err)
-			}
-			content := map[string]interface{}{}
-			if err := utiljson.Unmarshal(raw, &content); err != nil {
-				t.Fatal(err)
-			}
-			u := &unstructured.Unstructured{Object: content}
+			u := jsonForm(t, obj)
 			fromJSON, err := kc.cells.unstructured(u, admintest.Now)
 			if err != nil {
 				t.Fatalf("%v #%d: %v", gk, i, err)
