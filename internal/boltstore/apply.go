@@ -120,10 +120,23 @@ func (s *Store) advanceRVTx(b *cachefile.Buckets, rv string) (bool, error) {
 	return true, s.setRVTx(b, rv)
 }
 
+// fillFor returns the objects a committed batch left stored: for each key,
+// the object of the last op that changed it, unless that op deleted it (an
+// upsert then a delete of one key leaves nothing to cache).
 func fillFor(prepared []*op, changes []Change) []hotEntry {
+	last := make(map[string]int, len(prepared))
+	for i, p := range prepared {
+		switch changes[i].Type {
+		case Added, Updated, Deleted:
+			last[p.key] = i
+		}
+	}
 	var fill []hotEntry
 	for i, p := range prepared {
-		if changes[i].Type == Added || changes[i].Type == Updated {
+		if j, ok := last[p.key]; !ok || j != i {
+			continue
+		}
+		if t := changes[i].Type; t == Added || t == Updated {
 			fill = append(fill, p.hotFill()...)
 		}
 	}

@@ -14,15 +14,24 @@ import (
 // instead. A write evicts its keys before its transaction commits and again
 // after; while any write is in flight, or if a write started since a reader
 // began, the reader's decoded object is not inserted (gen and writing).
+//
+// The commit loop merges writes into one transaction and ends them one by
+// one; the objects they stored are inserted only once the last has ended,
+// each unless a later write of the transaction touched its key. Inserting
+// each write's objects as it ends would let a reader of that transaction
+// get an object a later write in it deleted or replaced.
 type hotCache struct {
 	// mu guards everything below.
-	mu       sync.Mutex
-	limit    int64
-	size     int64
-	lru      *list.List // front = most recent; values are *hotEntry
-	entries  map[string]*list.Element
-	gen      uint64 // bumped by every write, before and after its commit
-	writing  int    // writes between beforeCommit and afterCommit
+	mu      sync.Mutex
+	limit   int64
+	size    int64
+	lru     *list.List // front = most recent; values are *hotEntry
+	entries map[string]*list.Element
+	gen     uint64 // bumped by every write, before and after its commit
+	writing int    // writes between beforeCommit and afterCommit
+	// ended holds the committed writes of the transaction in flight, in
+	// commit order, until its last write ends.
+	ended    []endedWrite
 	hits     uint64
 	misses   uint64
 	inserted uint64
@@ -34,6 +43,14 @@ type hotEntry struct {
 	size int64
 	// from is the bbolt transaction id from which obj is the stored version.
 	from int
+}
+
+// endedWrite is a committed write whose objects wait for the other
+// writes of its transaction to end.
+type endedWrite struct {
+	keys []string // nil: every key
+	fill []hotEntry
+	txid int
 }
 
 func newHotCache(limit int64) *hotCache {
@@ -111,8 +128,9 @@ func (h *hotCache) beginWrite(keys []string) {
 	h.evictLocked(keys)
 }
 
-// endWrite evicts keys again after the commit and, if it committed,
-// inserts the objects the write stored, current from its transaction txid.
+// endWrite evicts keys again after the commit. If it committed, the
+// objects the write stored, current from its transaction txid, are
+// inserted once every write of the transaction has ended.
 func (h *hotCache) endWrite(keys []string, committed bool, txid int, fill []hotEntry) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -120,10 +138,39 @@ func (h *hotCache) endWrite(keys []string, committed bool, txid int, fill []hotE
 	h.gen++
 	h.evictLocked(keys)
 	if committed {
-		for _, e := range fill {
-			e.from = txid
-			h.insertLocked(e)
+		h.ended = append(h.ended, endedWrite{keys: keys, fill: fill, txid: txid})
+	}
+	if h.writing == 0 {
+		h.fillLocked()
+	}
+}
+
+// fillLocked inserts the objects of the ended writes that are still what
+// their transaction stored: those whose key no later write touched.
+func (h *hotCache) fillLocked() {
+	var keep []hotEntry
+	touched := map[string]bool{}
+	all := false
+	for i := len(h.ended) - 1; i >= 0 && !all; i-- {
+		w := h.ended[i]
+		for j := len(w.fill) - 1; j >= 0; j-- {
+			if e := w.fill[j]; !touched[e.key] {
+				touched[e.key] = true
+				e.from = w.txid
+				keep = append(keep, e)
+			}
 		}
+		if w.keys == nil {
+			all = true
+		}
+		for _, k := range w.keys {
+			touched[k] = true
+		}
+	}
+	clear(h.ended)
+	h.ended = h.ended[:0]
+	for i := len(keep) - 1; i >= 0; i-- {
+		h.insertLocked(keep[i])
 	}
 }
 

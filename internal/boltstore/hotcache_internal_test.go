@@ -68,3 +68,114 @@ func TestHotCacheSizesByDecodedPayload(t *testing.T) {
 		t.Fatalf("hot cache sized the Pod %d bytes when written, %d when read", written, read)
 	}
 }
+
+// TestHotCacheMergedWritesFillWhenAllEnded drives the hot cache as the
+// commit loop does for writes merged into one transaction (every
+// beginWrite, the commit, then every endWrite in order): no object of the
+// transaction is served before its last write has ended, and then only the
+// objects no later write of it touched.
+func TestHotCacheMergedWritesFillWhenAllEnded(t *testing.T) {
+	type write struct {
+		keys []string // nil: every key
+		fill map[string]string
+	}
+	for _, tc := range []struct {
+		name   string
+		writes []write
+		want   map[string]string // served at the end; other keys absent
+	}{
+		{"upsert then delete", []write{{[]string{"k"}, map[string]string{"k": "v2"}}, {[]string{"k"}, nil}}, nil},
+		{"two upserts", []write{{[]string{"k"}, map[string]string{"k": "v1"}}, {[]string{"k"}, map[string]string{"k": "v2"}}}, map[string]string{"k": "v2"}},
+		{"delete then upsert", []write{{[]string{"k"}, nil}, {[]string{"k"}, map[string]string{"k": "v3"}}}, map[string]string{"k": "v3"}},
+		{"other keys", []write{{[]string{"a"}, map[string]string{"a": "va"}}, {[]string{"b"}, map[string]string{"b": "vb"}}}, map[string]string{"a": "va", "b": "vb"}},
+		{"then every key", []write{{[]string{"a"}, map[string]string{"a": "va"}}, {nil, map[string]string{"b": "vb"}}}, map[string]string{"b": "vb"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHotCache(1 << 20)
+			const txid = 7
+			for _, w := range tc.writes {
+				h.beginWrite(w.keys)
+			}
+			for i, w := range tc.writes {
+				var fill []hotEntry
+				for k, v := range w.fill {
+					fill = append(fill, hotEntry{key: k, obj: v, size: 10})
+				}
+				h.endWrite(w.keys, true, txid, fill)
+				if i == len(tc.writes)-1 {
+					break
+				}
+				for _, k := range []string{"k", "a", "b"} {
+					if obj, ok := h.get(k, txid); ok {
+						t.Fatalf("after write %d of %d ended, a reader of the transaction got %s = %v", i+1, len(tc.writes), k, obj)
+					}
+				}
+			}
+			for _, k := range []string{"k", "a", "b"} {
+				obj, ok := h.get(k, txid)
+				if want, wantOK := tc.want[k]; ok != wantOK || (ok && obj != want) {
+					t.Errorf("%s: got %v, %v; want %q, %v", k, obj, ok, want, wantOK)
+				}
+			}
+			if len(h.ended) != 0 {
+				t.Errorf("%d ended writes kept after the transaction's last", len(h.ended))
+			}
+		})
+	}
+}
+
+// TestHotCacheApplyKeepsLastOpOfAKey applies batches that change one key
+// twice: the hot cache serves what the store holds after the batch, and
+// nothing when the batch ends with a delete.
+func TestHotCacheApplyKeepsLastOpOfAKey(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ops    []Op
+		wantRV string // "": absent
+	}{
+		{"upsert then delete", []Op{{OpUpsert, testutil.Pod("ns", "p", "5")}, {OpDelete, testutil.Pod("ns", "p", "6")}}, ""},
+		{"delete then upsert", []Op{{OpDelete, testutil.Pod("ns", "p", "5")}, {OpUpsert, testutil.Pod("ns", "p", "6")}}, "6"},
+		{"two upserts", []Op{{OpUpsert, testutil.Pod("ns", "p", "5")}, {OpUpsert, testutil.Pod("ns", "p", "6")}}, "6"},
+		{"upsert then stale upsert", []Op{{OpUpsert, testutil.Pod("ns", "p", "6")}, {OpUpsert, testutil.Pod("ns", "p", "5")}}, "6"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Open(filepath.Join(t.TempDir(), "cache.db"), "pods", cachefile.Options{NoSync: true},
+				StoreOptions{Object: &v1.Pod{}, HotCacheBytes: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if err := s.Add(testutil.Pod("ns", "p", "1")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Apply(tc.ops, "6"); err != nil {
+				t.Fatal(err)
+			}
+			obj, ok, err := s.GetByKey("ns/p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotRV := ""
+			if ok {
+				gotRV = obj.(*v1.Pod).ResourceVersion
+			}
+			if gotRV != tc.wantRV {
+				t.Fatalf("GetByKey: resourceVersion %q, want %q (\"\": absent)", gotRV, tc.wantRV)
+			}
+			// What the store holds, read past the hot cache.
+			s.hot.beginWrite(nil)
+			s.hot.endWrite(nil, false, 0, nil)
+			obj, ok, err = s.GetByKey("ns/p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			storedRV := ""
+			if ok {
+				storedRV = obj.(*v1.Pod).ResourceVersion
+			}
+			if storedRV != tc.wantRV {
+				t.Fatalf("the store holds resourceVersion %q, want %q (\"\": absent)", storedRV, tc.wantRV)
+			}
+		})
+	}
+}
