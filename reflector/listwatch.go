@@ -2,6 +2,8 @@ package reflector
 
 import (
 	"context"
+	"errors"
+	"net/url"
 	"sync/atomic"
 	"time"
 
@@ -125,7 +127,12 @@ func (lw *ListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 	}
 	body, err := req.Stream(ctx)
 	if err != nil {
-		if utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err) {
+		// As in client-go's Watch, only an error of the HTTP client (a
+		// *url.Error) can be a dropped connection: a response the
+		// apiserver or a proxy in front of it sent is a refusal, whatever
+		// its message says.
+		var transport *url.Error
+		if errors.As(err, &transport) && (utilnet.IsProbableEOF(err) || utilnet.IsTimeout(err)) {
 			return watch.NewEmptyWatch(), nil
 		}
 		return nil, err

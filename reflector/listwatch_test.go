@@ -183,6 +183,14 @@ func TestListWatchMatchesClientGoWatch(t *testing.T) {
 			}
 			s.event(watch.Added, testPod(9999))
 		},
+		"frame that is not a watch event": func(s *watchStream) {
+			// Only JSON frames say their kind; a protobuf frame is read as
+			// a watch event whatever it holds.
+			if s.mediaType == "application/json" {
+				s.buf.WriteString(`{"kind":"Pod","apiVersion":"v1","metadata":{"name":"x"}}` + "\n")
+			}
+			s.event(watch.Added, testPod(9999))
+		},
 		"invalid event type": func(s *watchStream) { s.event("BOGUS", testPod(9998)); s.event(watch.Added, testPod(9999)) },
 		"cut short":          func(s *watchStream) { s.event(watch.Added, testPod(9999)); s.buf.Truncate(s.buf.Len() - 10) },
 		"error event then more events": func(s *watchStream) {
@@ -241,7 +249,9 @@ func TestListWatchMatchesClientGoWatch(t *testing.T) {
 }
 
 // A response in neither format ends the watch with an ERROR event that names
-// the format, and a refused WATCH is the apiserver's Status as an error.
+// the format, and a refused WATCH is the apiserver's Status as an error, even
+// when its message reads like a dropped connection (as client-go's Watch,
+// which returns an empty watch only for an error of the HTTP client).
 func TestListWatchBadResponses(t *testing.T) {
 	srv := serveWatch(t, "application/cbor", []byte("\xd9\xd9\xf7\xa2garbage that is not protobuf"))
 	cs := podsClient(t, srv, true)
@@ -272,6 +282,27 @@ func TestListWatchBadResponses(t *testing.T) {
 	_, err = lw.WatchWithContext(context.Background(), metav1.ListOptions{ResourceVersion: "999999"})
 	if !apierrors.HasStatusCause(err, metav1.CauseTypeResourceVersionTooLarge) {
 		t.Errorf("got %v, want the Status with its ResourceVersionTooLarge cause", err)
+	}
+
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		st := apierrors.NewServiceUnavailable("error trying to reach service: read tcp 10.0.0.1:41234->10.96.0.5:443: read: connection reset by peer").ErrStatus
+		b, _ := k8sruntime.Encode(scheme.Codecs.LegacyCodec(metav1.SchemeGroupVersion), &st)
+		w.Write(b)
+	}))
+	defer proxy.Close()
+	cs = podsClient(t, proxy, false)
+	if _, err := cs.CoreV1().Pods("").Watch(context.Background(), metav1.ListOptions{}); !apierrors.IsServiceUnavailable(err) {
+		t.Fatalf("client-go's Watch: got %v, want the 503 Status", err)
+	}
+	lw = reflector.NewListWatch(cs.CoreV1().RESTClient(), "pods", scheme.Scheme, reflector.ListWatchOptions{})
+	w, err = lw.WatchWithContext(context.Background(), metav1.ListOptions{})
+	if err == nil {
+		w.Stop()
+	}
+	if !apierrors.IsServiceUnavailable(err) {
+		t.Errorf("a 503 whose message mentions a reset connection: got watch %T and error %v, want the Status", w, err)
 	}
 }
 

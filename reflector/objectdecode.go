@@ -39,7 +39,12 @@ func (d objectDecoder) decode(raw []byte) (runtime.Object, []byte, error) {
 	if gvk.Kind != "" && gvk.Version != "" {
 		obj, _ = d.scheme.New(gvk)
 	}
-	m, ok := obj.(interface{ Unmarshal([]byte) error })
+	// What the protobuf serializer decodes into (its unmarshaler); Reset
+	// is not called on the new object, which is zero already.
+	m, ok := obj.(interface {
+		Reset()
+		Unmarshal([]byte) error
+	})
 	if !ok || reflect.TypeOf(obj).Kind() != reflect.Pointer {
 		obj, err := runtime.Decode(d.codec, raw)
 		return obj, nil, err

@@ -162,7 +162,7 @@ func (w *parallelWatch) split(scheme *k8sruntime.Scheme, codecs k8sruntime.Negot
 		case err != nil:
 			p.err = err
 		case res != &got:
-			p.err = errors.New("unable to decode to metav1.Event")
+			p.err = errors.New("unable to decode to metav1.WatchEvent")
 		}
 		if p.err == nil {
 			switch t := watch.EventType(got.Type); t {
