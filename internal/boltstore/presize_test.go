@@ -3,7 +3,10 @@ package boltstore
 import (
 	"math/rand"
 	"reflect"
+	goruntime "runtime"
 	"testing"
+
+	"google.golang.org/protobuf/encoding/protowire"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
@@ -178,4 +181,55 @@ func TestPresizeRecursiveType(t *testing.T) {
 	if n.Next == nil || cap(n.Next.Children) != 3 || cap(n.Children) != 1 || n.Next.Next != nil {
 		t.Fatalf("presized %+v; want next with room for 3 children and room for 1 child", n)
 	}
+}
+
+// TestPresizeBoundedByPayload: Presize counts records, not what Unmarshal
+// keeps of them. A payload of many empty containers that Unmarshal rejects
+// at its first, or a ConfigMap repeating one data entry, would make a slice
+// or map hundreds of times the payload; what Presize makes stays within
+// twice the payload and 64 KB.
+func TestPresizeBoundedByPayload(t *testing.T) {
+	const records = 1 << 18
+	// A PodSpec whose first container holds an illegal tag (0, wire type 7),
+	// then empty containers, in a Pod's spec (field 2).
+	spec := []byte{0x12, 0x01, 0x07}
+	for range records - 1 {
+		spec = append(spec, 0x12, 0x00)
+	}
+	pod := append(protowire.AppendVarint([]byte{0x12}, uint64(len(spec))), spec...)
+	// A ConfigMap's data (field 2) entry {key "", value ""}, repeated.
+	var configMap []byte
+	for range records {
+		configMap = append(configMap, 0x12, 0x00)
+	}
+	for _, tc := range []struct {
+		name    string
+		typ     reflect.Type
+		payload []byte
+	}{
+		{"empty containers after a bad one", reflect.TypeFor[v1.Pod](), pod},
+		{"one data entry repeated", reflect.TypeFor[v1.ConfigMap](), configMap},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := presize.For(tc.typ)
+			obj := reflect.New(tc.typ)
+			made := allocatedBy(func() { plan.Presize(obj.Elem(), tc.payload) })
+			if limit := 2*uint64(len(tc.payload)) + 64<<10 + 8<<10; made > limit {
+				t.Fatalf("presizing a %d KB payload made %d KB, more than twice the payload and 64 KB", len(tc.payload)>>10, made>>10)
+			}
+			plain, sized, plainErr, sizedErr := decodeBoth(tc.typ, plan, tc.payload)
+			if (plainErr == nil) != (sizedErr == nil) || !reflect.DeepEqual(plain, sized) {
+				t.Fatalf("presized decode differs: %v / %v", plainErr, sizedErr)
+			}
+		})
+	}
+}
+
+// allocatedBy returns the bytes f allocates on the heap.
+func allocatedBy(f func()) uint64 {
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	f()
+	goruntime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
 }

@@ -155,11 +155,32 @@ func (p *Plan) empty() bool {
 	return true
 }
 
-// presize counts the fields of p in data, the protobuf encoding of the
+// Presize counts the fields of p in data, the protobuf encoding of the
 // struct v (addressable), makes v's counted slices and maps that large
 // where they are still nil, and descends into its messages. It stops at
 // the first thing it cannot parse.
+//
+// What it makes is bounded by the payload's size (budgetPerByte, plus
+// budgetMin): a count is of records, not of what Unmarshal keeps, so a
+// payload of empty records that Unmarshal rejects, or of one map key
+// repeated, counts far more than it decodes to. Past the bound, a slice or
+// map is made smaller, or not at all, and Unmarshal grows it.
 func (p *Plan) Presize(v reflect.Value, data []byte) {
+	budget := budgetPerByte*int64(len(data)) + budgetMin
+	p.presize(v, data, &budget)
+}
+
+// budgetPerByte and budgetMin bound the bytes Presize makes for a
+// payload. A decoded Pod takes about four bytes of heap per byte of its
+// encoding, of which its presized slices and maps are about one; a small
+// object's few elements can weigh a hundred times their encoding (a
+// Container of one name: 5 bytes, 400 decoded), which budgetMin covers.
+const (
+	budgetPerByte = 2
+	budgetMin     = 64 << 10
+)
+
+func (p *Plan) presize(v reflect.Value, data []byte, budget *int64) {
 	var counts [maxCounted]int
 	for len(data) > 0 {
 		key, n := binary.Uvarint(data)
@@ -205,13 +226,13 @@ func (p *Plan) Presize(v reflect.Value, data []byte) {
 		case sizeCount:
 			counts[f.slot]++
 		case sizeEmbed:
-			f.sub.Presize(v.Field(f.index), payload)
+			f.sub.presize(v.Field(f.index), payload, budget)
 		case sizePointer:
 			fv := v.Field(f.index)
 			if fv.IsNil() {
 				fv.Set(reflect.New(f.typ.Elem()))
 			}
-			f.sub.Presize(fv.Elem(), payload)
+			f.sub.presize(fv.Elem(), payload, budget)
 		}
 	}
 	if p.counts == 0 {
@@ -226,10 +247,24 @@ func (p *Plan) Presize(v reflect.Value, data []byte) {
 		if !fv.IsNil() {
 			continue
 		}
+		n := int64(counts[f.slot])
+		each := int64(f.typ.Elem().Size())
 		if f.typ.Kind() == reflect.Map {
-			fv.Set(reflect.MakeMapWithSize(f.typ, counts[f.slot]))
+			// A map made for n entries takes up to 2.5 times their keys
+			// and values (its tables have a power of two of slots, 7/8
+			// full at most, each with a control byte).
+			each = (each + int64(f.typ.Key().Size()) + 1) * 5 / 2
+		}
+		if n*each > *budget {
+			if n = *budget / max(each, 1); n == 0 {
+				continue
+			}
+		}
+		*budget -= n * each
+		if f.typ.Kind() == reflect.Map {
+			fv.Set(reflect.MakeMapWithSize(f.typ, int(n)))
 		} else {
-			fv.Set(reflect.MakeSlice(f.typ, 0, counts[f.slot]))
+			fv.Set(reflect.MakeSlice(f.typ, 0, int(n)))
 		}
 	}
 }
