@@ -49,8 +49,10 @@ type InformerOptions struct {
 	// DisableReplay turns off the warm-start replay: handlers registered
 	// before Run then see only changes made after the stored state.
 	DisableReplay bool
-	// HotCacheBytes sizes the optional cache of decoded objects (0: off).
-	// Objects it returns are shared and must not be mutated.
+	// HotCacheBytes bounds the optional cache of decoded objects, in bytes
+	// of the heap they hold (0: off); a sample of them is measured, the
+	// others sized from their encoding by it. Objects it returns are shared
+	// and must not be mutated.
 	HotCacheBytes int64
 	// PageSize is the LIST page size of a relist (default
 	// reflector.DefaultPageSize, 50): the relist holds about two pages of

@@ -39,8 +39,10 @@ type StoreOptions struct {
 	// Encrypt seals every payload this store writes with Keys' current key.
 	// Requires Keys.
 	Encrypt bool
-	// HotCacheBytes bounds the optional cache of decoded objects (0: off).
-	// Objects it returns are shared: callers must not mutate them.
+	// HotCacheBytes bounds the optional cache of decoded objects, in bytes
+	// of the heap they hold (0: off); a sample of them is measured, the
+	// others sized from their encoding by it. Objects it returns are
+	// shared: callers must not mutate them.
 	HotCacheBytes int64
 }
 

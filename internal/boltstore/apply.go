@@ -77,7 +77,7 @@ func (s *Store) ApplyWith(ops []Op, rv string, opts ApplyOptions) ([]Change, err
 			d.wait()
 		}
 	}()
-	err = s.write(keys, func() []hotEntry { return fillFor(prepared, changes) }, func(b *cachefile.Buckets) error {
+	err = s.write(keys, func() []hotEntry { return fillFor(s.hot, prepared, changes) }, func(b *cachefile.Buckets) error {
 		for i, p := range prepared {
 			var err error
 			if changes[i], olds[i], err = s.applyTx(b, p, newerOnly); err != nil {
@@ -123,7 +123,7 @@ func (s *Store) advanceRVTx(b *cachefile.Buckets, rv string) (bool, error) {
 // fillFor returns the objects a committed batch left stored: for each key,
 // the object of the last op that changed it, unless that op deleted it (an
 // upsert then a delete of one key leaves nothing to cache).
-func fillFor(prepared []*op, changes []Change) []hotEntry {
+func fillFor(h *hotCache, prepared []*op, changes []Change) []hotEntry {
 	last := make(map[string]int, len(prepared))
 	for i, p := range prepared {
 		switch changes[i].Type {
@@ -137,7 +137,7 @@ func fillFor(prepared []*op, changes []Change) []hotEntry {
 			continue
 		}
 		if t := changes[i].Type; t == Added || t == Updated {
-			fill = append(fill, p.hotFill()...)
+			fill = append(fill, p.hotFill(h)...)
 		}
 	}
 	return fill
@@ -202,7 +202,7 @@ func (s *Store) ApplyListPage(ops []Op) ([]Change, error) {
 	keys := opKeys(prepared)
 	changes := make([]Change, len(ops))
 	olds := make([]*cachefile.Record, len(ops))
-	err = s.write(keys, func() []hotEntry { return fillFor(prepared, changes) }, func(b *cachefile.Buckets) error {
+	err = s.write(keys, func() []hotEntry { return fillFor(s.hot, prepared, changes) }, func(b *cachefile.Buckets) error {
 		if b.State.Get(cachefile.StateRelist) == nil {
 			return ErrNoRelist
 		}

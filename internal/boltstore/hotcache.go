@@ -21,6 +21,8 @@ import (
 // each write's objects as it ends would let a reader of that transaction
 // get an object a later write in it deleted or replaced.
 type hotCache struct {
+	sizer objectSizer // has its own lock
+
 	// mu guards everything below.
 	mu      sync.Mutex
 	limit   int64
@@ -57,10 +59,14 @@ func newHotCache(limit int64) *hotCache {
 	return &hotCache{limit: limit, lru: list.New(), entries: map[string]*list.Element{}}
 }
 
-// estimateSize approximates the heap held by a decoded object from its
-// payload size: decoded Kubernetes objects take about twice their protobuf size.
-func estimateSize(key string, payloadLen int) int64 {
-	return int64(2*payloadLen + len(key) + 128)
+// entryOverhead is the heap of an entry besides its object and key: the
+// hotEntry, its list element and its slot in entries.
+const entryOverhead = 160
+
+// sizeOf estimates the heap an entry of obj, decoded from payloadLen bytes,
+// holds (see objectSizer).
+func (h *hotCache) sizeOf(key string, obj interface{}, payloadLen int) int64 {
+	return h.sizer.size(obj, payloadLen) + allocSize(int64(len(key))) + entryOverhead
 }
 
 // generation returns the generation a reader passes to put; take it before

@@ -44,7 +44,7 @@ func (s *Store) upsert(obj interface{}) error {
 	if err != nil {
 		return err
 	}
-	err = s.write([]string{o.key}, func() []hotEntry { return o.hotFill() }, func(b *cachefile.Buckets) error {
+	err = s.write([]string{o.key}, func() []hotEntry { return o.hotFill(s.hot) }, func(b *cachefile.Buckets) error {
 		if _, _, err := s.applyTx(b, o, overwrite); err != nil {
 			return err
 		}
@@ -56,8 +56,9 @@ func (s *Store) upsert(obj interface{}) error {
 	return err
 }
 
-func (o *op) hotFill() []hotEntry {
-	return []hotEntry{{key: o.key, obj: o.obj, size: estimateSize(o.key, o.plainLen)}}
+// hotFill returns the hot cache entry of the object o stored.
+func (o *op) hotFill(h *hotCache) []hotEntry {
+	return []hotEntry{{key: o.key, obj: o.obj, size: h.sizeOf(o.key, o.obj, o.plainLen)}}
 }
 
 // Delete removes obj's key.
@@ -170,7 +171,7 @@ func (s *Store) GetByKey(key string) (interface{}, bool, error) {
 		gen = s.hot.generation()
 	}
 	var obj interface{}
-	var size int64
+	var plainLen int
 	var txid int
 	var hit bool
 	err := s.viewObjects(func(objects *bolt.Bucket) error {
@@ -185,21 +186,22 @@ func (s *Store) GetByKey(key string) (interface{}, bool, error) {
 			return nil
 		}
 		var err error
-		obj, size, err = s.decodeBytes(key, v)
+		obj, plainLen, err = s.decodeBytes(key, v)
 		return err
 	})
 	if err != nil || obj == nil {
 		return nil, false, err
 	}
 	if s.hot != nil && !hit {
-		s.hot.put(key, obj, size, gen, txid)
+		s.hot.put(key, obj, s.hot.sizeOf(key, obj, plainLen), gen, txid)
 	}
 	return obj, true, nil
 }
 
-// decodeBytes decodes the record v stored under key. key may alias bbolt's
-// memory (unsafeString): it is not kept.
-func (s *Store) decodeBytes(key string, v []byte) (interface{}, int64, error) {
+// decodeBytes decodes the record v stored under key, and returns the
+// length of its plain payload too. key may alias bbolt's memory
+// (unsafeString): it is not kept.
+func (s *Store) decodeBytes(key string, v []byte) (interface{}, int, error) {
 	var view cachefile.RecordView
 	if err := cachefile.ParseRecord(unsafeBytes(key), v, &view); err != nil {
 		return nil, 0, fmt.Errorf("store %s key %q: %w", s.name, key, err)
@@ -208,7 +210,7 @@ func (s *Store) decodeBytes(key string, v []byte) (interface{}, int64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("store %s key %q: %w", s.name, key, err)
 	}
-	return obj, estimateSize(key, n), nil
+	return obj, n, nil
 }
 
 // List decodes every object, in key order. Prefer ForEach, which does not

@@ -39,8 +39,9 @@ type StoreOptions struct {
 	// Encrypt seals every payload this store writes with Keys' current key
 	// (AES-256-GCM bound to the store name and the object's key). Requires Keys.
 	Encrypt bool
-	// HotCacheBytes bounds the optional cache of decoded objects (0: off).
-	// Objects it returns are shared: callers must not mutate them.
+	// HotCacheBytes bounds the optional cache of decoded objects, in bytes
+	// of the heap they hold (0: off; see objectSizer). Objects it returns
+	// are shared: callers must not mutate them.
 	HotCacheBytes int64
 }
 
