@@ -316,6 +316,66 @@ func TestWarmRestartCatchUpBeyondTheReplayLimit(t *testing.T) {
 	testutil.Eventually(t, "store equals source", waitTimeout, func() bool { return maps.Equal(storeKeys(inf), sourceKeys(t, src)) })
 }
 
+// watchSignalLW closes watched once its first WATCH has been answered.
+type watchSignalLW struct {
+	*countingLW
+	watched chan struct{}
+	once    sync.Once
+}
+
+func (w *watchSignalLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	ws, err := w.countingLW.Watch(opts)
+	w.once.Do(func() { close(w.watched) })
+	return ws, err
+}
+
+// TestStopDuringReplayDoesNotSync: a warm start stopped while it replays
+// the stored objects does not report synced, although its WATCH from the
+// stored resourceVersion was established: the handlers did not get every
+// stored object (client-go's informer never syncs when stopped before its
+// initial list was processed).
+func TestStopDuringReplayDoesNotSync(t *testing.T) {
+	src := newSource(t)
+	const stored = 20000
+	for i := range stored {
+		src.Add(testutil.Pod("ns", fmt.Sprintf("p%05d", i), ""))
+	}
+	path := filepath.Join(t.TempDir(), "cache.db")
+	_, _, stop := runInformer(t, path, newCountingLW(src), boltinformer.InformerOptions{})
+	stop()
+
+	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	lw := &watchSignalLW{countingLW: newCountingLW(src), watched: make(chan struct{})}
+	// Established at once: the watch from the stored RV counts as soon as
+	// it is answered, while the replay still runs.
+	inf, err := c.NewInformer(lw, &v1.Pod{}, boltinformer.InformerOptions{WatchEstablishedAfter: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var adds atomic.Int64
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { adds.Add(1) }}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-lw.watched
+		time.Sleep(10 * time.Millisecond) // the watch established, the replay of 20000 not done
+		cancel()
+	}()
+	inf.RunWithContext(ctx)
+	if n := adds.Load(); n >= stored {
+		t.Fatalf("the replay of %d objects ended before the stop (%d adds): the test needs a longer replay", stored, n)
+	}
+	if inf.HasSynced() {
+		t.Fatalf("HasSynced is true after a stop during the replay (%d of %d stored objects replayed)", adds.Load(), stored)
+	}
+}
+
 func TestRelistAfterExpiredRVDiffsAgainstDisk(t *testing.T) {
 	src := newSource(t)
 	for i := 0; i < 10; i++ {

@@ -290,7 +290,8 @@ func (inf *Informer) checkStoredRecords(logger klog.Logger) (ok, rebuilt bool) {
 // damaged records are then dropped and the reflector relists, so handlers
 // get those objects from the relist's diff, and no tombstone of an object
 // they were never sent. The caller holds blockDeltas (see startAndReplay),
-// so no queued delta is applied before the damaged records are dropped.
+// so no queued delta is applied before the damaged records are dropped. A
+// stop (ctx) during the replay returns false as well.
 func (inf *Informer) replayStored(ctx context.Context, logger klog.Logger, p *pipeline) bool {
 	start, n := inf.clock.Now(), 0
 	var damaged []string
@@ -314,7 +315,13 @@ func (inf *Informer) replayStored(ctx context.Context, logger klog.Logger, p *pi
 	case errors.Is(err, errDamagedRecord):
 		inf.markStoppedEarly()
 		return false
-	case err != nil && ctx.Err() == nil:
+	case ctx.Err() != nil:
+		// Stopped during the replay: the handlers did not get every stored
+		// object, so the informer must not sync, nor apply the watch's
+		// deltas on top (the next start replays again).
+		logger.V(2).Info("Warm-start replay stopped", "objects", n)
+		return false
+	case err != nil:
 		logger.Error(err, "Warm-start replay failed; stopping, the next start replays again")
 		inf.markStoppedEarly()
 		return false
