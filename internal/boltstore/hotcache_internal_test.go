@@ -154,31 +154,29 @@ func TestHotCacheApplyKeepsLastOpOfAKey(t *testing.T) {
 			if _, err := s.Apply(tc.ops, "6"); err != nil {
 				t.Fatal(err)
 			}
-			obj, ok, err := s.GetByKey("ns/p")
-			if err != nil {
-				t.Fatal(err)
-			}
-			gotRV := ""
-			if ok {
-				gotRV = obj.(*v1.Pod).ResourceVersion
-			}
-			if gotRV != tc.wantRV {
-				t.Fatalf("GetByKey: resourceVersion %q, want %q (\"\": absent)", gotRV, tc.wantRV)
+			if got := getRV(t, s, "ns/p"); got != tc.wantRV {
+				t.Fatalf("GetByKey: resourceVersion %q, want %q (\"\": absent)", got, tc.wantRV)
 			}
 			// What the store holds, read past the hot cache.
 			s.hot.beginWrite(nil)
 			s.hot.endWrite(nil, false, 0, nil)
-			obj, ok, err = s.GetByKey("ns/p")
-			if err != nil {
-				t.Fatal(err)
-			}
-			storedRV := ""
-			if ok {
-				storedRV = obj.(*v1.Pod).ResourceVersion
-			}
-			if storedRV != tc.wantRV {
-				t.Fatalf("the store holds resourceVersion %q, want %q (\"\": absent)", storedRV, tc.wantRV)
+			if stored := getRV(t, s, "ns/p"); stored != tc.wantRV {
+				t.Fatalf("the store holds resourceVersion %q, want %q (\"\": absent)", stored, tc.wantRV)
 			}
 		})
 	}
+}
+
+// getRV returns the resourceVersion of the Pod GetByKey returns for key,
+// "" when there is none.
+func getRV(t *testing.T, s *Store, key string) string {
+	t.Helper()
+	obj, ok, err := s.GetByKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		return ""
+	}
+	return obj.(*v1.Pod).ResourceVersion
 }
