@@ -72,8 +72,9 @@ type Config struct {
 	// Out receives results.csv, results.json, chart.svg, table.md and the
 	// children's logs.
 	Out string
-	// WorkDir holds the cache files (default: a temporary directory
-	// removed at the end).
+	// WorkDir holds the cache files, each run's in a new directory in it
+	// (run-*, kept), so that no file of an earlier run makes a cold start
+	// warm (default: a temporary directory removed at the end).
 	WorkDir string
 	// Exe and Args run a child: a program whose main calls ChildMain first
 	// (default: this executable, no arguments).
@@ -101,11 +102,18 @@ func (c *Config) defaults() error {
 	if c.ReadCount <= 0 {
 		c.ReadCount = 1
 	}
+	// The rows compare each side's median run: an even count has none.
+	if c.ReadCount%2 == 0 {
+		return fmt.Errorf("read count %d: must be odd (the median run is reported): %w", c.ReadCount, ErrBadConfig)
+	}
 	if c.ReadBenchTime <= 0 {
 		c.ReadBenchTime = time.Second
 	}
 	if c.Repeat <= 0 {
 		c.Repeat = 3
+	}
+	if c.Repeat%2 == 0 {
+		return fmt.Errorf("repeat %d: must be odd (the median run is reported): %w", c.Repeat, ErrBadConfig)
 	}
 	if c.StormAgents <= 0 {
 		c.StormAgents = 100
@@ -194,11 +202,15 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if cfg.ProfileDir != "" {
 		d.res.Notes = append(d.res.Notes, "Profiled run (-profile): the CPU profiler's buffers and the heap profiles written at each heap growth are in the Go heap the peak rows measure, so those targets are shown, not judged. Run without -profile for them.")
 	}
-	d.work = cfg.WorkDir
-	if d.work != "" {
-		if err := os.MkdirAll(d.work, 0o755); err != nil {
+	if cfg.WorkDir != "" {
+		if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
 			return nil, err
 		}
+		dir, err := os.MkdirTemp(cfg.WorkDir, "run-")
+		if err != nil {
+			return nil, err
+		}
+		d.work = dir
 	} else {
 		dir, err := os.MkdirTemp("", "boltinformer-bench-")
 		if err != nil {

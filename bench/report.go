@@ -352,15 +352,20 @@ func Rows(res *Results) []Row {
 		base := Row{Scenario: fmt.Sprintf("8 restart storm (%d agents × %d obj)", agents, objs), N: s.n, Source: srcName["real"], Ref: "client-go cold start"}
 		r := base
 		r.Metric, r.Unit, r.RefValue, r.Value = "agents that failed or timed out", unitCount, float64(cgm.Failed), float64(bim.Failed)
-		r.Target, r.Check = "none", func(r Row) bool { return r.Value == 0 && r.RefValue == 0 }
+		r.Target, r.Check = "none", func(r Row) bool { return r.Value == 0 }
 		add(r)
 		r.Target, r.Check = "", nil
 		r.Metric, r.Unit, r.RefValue, r.Value = "slowest agent, start to HasSynced", unitSeconds, cgm.Seconds, bim.Seconds
 		r.ratioTarget("≤ 0.2x", 0.2)
-		if cgm.Failed+bim.Failed > 0 {
+		switch {
+		case bim.Failed > 0:
 			// The time of the agents that synced says nothing of those that
 			// did not: the target is missed.
 			r.Target, r.Check = "≤ 0.2x, every agent synced", func(Row) bool { return false }
+		case cgm.Failed > 0:
+			// client-go's failed agents would have taken longer than its
+			// slowest that synced: the ratio over that one is an upper bound.
+			r.Target = fmt.Sprintf("≤ 0.2x (client-go: %d agents failed, its time is of those that synced)", cgm.Failed)
 		}
 		add(r)
 		r.Target, r.Check, r.TargetRatio = "", nil, 0

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,12 +44,47 @@ func TestReport(t *testing.T) {
 	if svg, _ := os.ReadFile(filepath.Join(out, "chart.svg")); !bytes.Contains(svg, []byte("<rect")) {
 		t.Error("chart has no bars")
 	}
-	// The cold starts' files are removed once measured; the sync's stays.
-	if left, _ := filepath.Glob(filepath.Join(work, "cold-*")); len(left) != 0 {
+	// The cold starts' files are removed once measured; the sync's stays,
+	// in the run's own directory.
+	if left, _ := filepath.Glob(filepath.Join(work, "run-*", "cold-*")); len(left) != 0 {
 		t.Errorf("cold start files left behind: %v", left)
 	}
-	if _, err := os.Stat(filepath.Join(work, "sync-500.db")); err != nil {
-		t.Errorf("the sync's file: %v", err)
+	if kept, _ := filepath.Glob(filepath.Join(work, "run-*", "sync-500.db")); len(kept) != 1 {
+		t.Errorf("the sync's file: %v", kept)
+	}
+}
+
+// TestWorkDirRunsStartCold: a second run in the same WorkDir (benchreport
+// -work) does not find the first run's files, so its initial list is a
+// cold start again, as client-go's is.
+func TestWorkDirRunsStartCold(t *testing.T) {
+	work := t.TempDir()
+	for run := range 2 {
+		res, err := Run(t.Context(), Config{
+			Ns: []int{300}, Only: []string{"sync"}, Repeat: 1, Namespaces: 10,
+			Out: t.TempDir(), WorkDir: work, Args: []string{"-test.run=^$"}, ChildTimeout: time.Minute,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Children["sync/fake/300/boltinformer"].Warm {
+			t.Fatalf("run %d: boltinformer's initial list started warm from the file of the run before", run+1)
+		}
+	}
+}
+
+// TestConfigNeedsOddRuns: the rows compare each side's median run, which
+// an even count of runs does not have.
+func TestConfigNeedsOddRuns(t *testing.T) {
+	out := t.TempDir()
+	for _, cfg := range []Config{{Repeat: 2, Out: out}, {Repeat: 4, Out: out}, {ReadCount: 2, Out: out}} {
+		if err := cfg.defaults(); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), "must be odd") {
+			t.Errorf("Repeat %d, ReadCount %d: %v, want ErrBadConfig", cfg.Repeat, cfg.ReadCount, err)
+		}
+	}
+	ok := Config{Repeat: 5, ReadCount: 3, Out: out}
+	if err := ok.defaults(); err != nil {
+		t.Errorf("Repeat 5, ReadCount 3: %v", err)
 	}
 }
 

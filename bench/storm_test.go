@@ -48,6 +48,15 @@ func TestStormRows(t *testing.T) {
 	if r := find(Rows(res), "slowest agent"); r.Met != "yes" {
 		t.Errorf("time row %+v, want met once every agent synced", r)
 	}
+	// client-go's failures are the reference's: they do not miss our targets.
+	res.Real["storm/real/2000/client-go"] = RealMetrics{BytesSent: 4e6, Seconds: 100, Agents: 2, Failed: 1}
+	rows = Rows(res)
+	if r := find(rows, "agents that failed"); r.Value != 0 || r.RefValue != 1 || r.Met != "yes" {
+		t.Errorf("failed-agents row %+v, want ours 0, client-go 1, met", r)
+	}
+	if r := find(rows, "slowest agent"); r.Met != "yes" || !strings.Contains(r.Target, "client-go: 1 agents failed") {
+		t.Errorf("time row %+v, want met, its target saying client-go's agent failed", r)
+	}
 }
 
 // TestSpawnAllCountsFailures: agents that fail are counted, not returned

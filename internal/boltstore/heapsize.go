@@ -175,7 +175,7 @@ const (
 )
 
 // objectSizer sizes the decoded objects of one store. Measuring an object
-// (heapSize) costs about a third of decoding it, so it measures a sample
+// (heapSize) costs about two thirds of decoding it, so it measures a sample
 // and sizes the others as base + ratio × payload: base is the heap of an
 // empty object of the type, ratio what the sampled objects held beyond it
 // per byte of their payload.
