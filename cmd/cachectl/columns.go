@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -43,7 +45,7 @@ type cellRule struct {
 func (r cellRule) row(obj runtime.Object, now time.Time) ([]interface{}, error) {
 	if r.typed != nil {
 		if cells, ok := r.typed(obj, now); ok {
-			return cells, nil
+			return validCells(cells), nil
 		}
 	}
 	u, ok := obj.(*unstructured.Unstructured)
@@ -54,7 +56,33 @@ func (r cellRule) row(obj runtime.Object, now time.Time) ([]interface{}, error) 
 		}
 		u = &unstructured.Unstructured{Object: content}
 	}
-	return r.unstructured(u, now)
+	cells, err := r.unstructured(u, now)
+	return validCells(cells), err
+}
+
+// validCells replaces, in the string cells of a row filled from a decoded
+// object, each byte that is not valid UTF-8 with U+FFFD, as encoding/json
+// does in the JSON form: protobuf does not check UTF-8, and an Event's
+// message may hold any bytes.
+func validCells(cells []interface{}) []interface{} {
+	for i, c := range cells {
+		s, ok := c.(string)
+		if !ok || utf8.ValidString(s) {
+			continue
+		}
+		var b strings.Builder
+		for len(s) > 0 {
+			r, n := utf8.DecodeRuneInString(s)
+			if r == utf8.RuneError && n == 1 {
+				b.WriteRune(utf8.RuneError)
+			} else {
+				b.WriteString(s[:n])
+			}
+			s = s[n:]
+		}
+		cells[i] = b.String()
+	}
+	return cells
 }
 
 // typedCells fills the row from the kind's v1 Go type: a decoded object

@@ -330,6 +330,29 @@ func TestPodColumns(t *testing.T) {
 	}
 }
 
+// TestRowOfInvalidUTF8 reads an Event whose message is not valid UTF-8
+// (protobuf does not check it): the row from the decoded object (a file's
+// table) equals the row from its JSON form (the socket's), where
+// encoding/json replaced each bad byte with U+FFFD.
+func TestRowOfInvalidUTF8(t *testing.T) {
+	e := &v1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "e", CreationTimestamp: metav1.NewTime(admintest.Now)},
+		Message: "exit \xff\xfe status \xc3", Reason: "Back\x80Off", InvolvedObject: v1.ObjectReference{Kind: "Pod", Name: "p"}}
+	typed, err := eventColumns.cells.row(e, admintest.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromJSON, err := eventColumns.cells.row(jsonForm(t, e), admintest.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(typed, fromJSON) {
+		t.Fatalf("cells from the object %q, from its JSON form %q", typed, fromJSON)
+	}
+	if !slices.Contains(typed, interface{}("exit \ufffd\ufffd status \ufffd")) {
+		t.Fatalf("cells %q: no message with each bad byte replaced", typed)
+	}
+}
+
 // TestTypedCellsEqualUnstructured fuzzes objects of every kind with
 // columns, and of one without (genericColumns), and checks that a row
 // filled from the decoded object (what a file's table reads) equals the

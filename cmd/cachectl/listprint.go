@@ -110,19 +110,18 @@ func withoutManagedFields(obj map[string]interface{}) map[string]interface{} {
 }
 
 // readsBackAsIs reports whether yaml.v2, reading the JSON encoding/json
-// writes for v, gets v back as yaml.v2 writes it: valid UTF-8 strings
-// (encoding/json replaces invalid bytes), integers, booleans, nulls, and
-// maps and slices of them. Floats are not: encoding/json writes 1e6 as
-// 1000000, which yaml.v2 reads as an integer.
+// writes for v, gets v back as yaml.v2 writes it: strings yamlReadsAsIs,
+// integers, booleans, nulls, and maps and slices of them. Floats are not:
+// encoding/json writes 1e6 as 1000000, which yaml.v2 reads as an integer.
 func readsBackAsIs(v interface{}) bool {
 	switch v := v.(type) {
 	case nil, bool, int64:
 		return true
 	case string:
-		return utf8.ValidString(v)
+		return yamlReadsAsIs(v)
 	case map[string]interface{}:
 		for k, e := range v {
-			if !utf8.ValidString(k) || !readsBackAsIs(e) {
+			if !yamlReadsAsIs(k) || !readsBackAsIs(e) {
 				return false
 			}
 		}
@@ -136,4 +135,22 @@ func readsBackAsIs(v interface{}) bool {
 		return true
 	}
 	return false
+}
+
+// yamlReadsAsIs reports whether yaml.v2 reads s back from encoding/json's
+// encoding of it: s is valid UTF-8 (encoding/json replaces invalid bytes)
+// and has none of the characters encoding/json leaves unescaped that
+// yaml.v2's reader takes for a line break (U+0085, folded to a space) or
+// refuses ("control characters are not allowed": DEL, the other C1
+// controls, U+FFFE, U+FFFF).
+func yamlReadsAsIs(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r == 0x7f || r >= 0x80 && r <= 0x9f || r == 0xfffe || r == 0xffff {
+			return false
+		}
+	}
+	return true
 }
