@@ -72,8 +72,12 @@ type DB struct {
 	// Only the commit loop (or Close, after it) clears it and turns the
 	// bolt DB's NoSync and NoGrowSync off, between transactions.
 	unsynced atomic.Bool
-	stop     chan struct{}
-	done     chan struct{}
+	// syncFailed is the error of an fsync of the unsynced build that
+	// failed: the build can no longer be made durable (makeDurable).
+	// Written and read as unsynced is cleared.
+	syncFailed error
+	stop       chan struct{}
+	done       chan struct{}
 
 	// closeOnce guards Close; closed is closed when Close starts.
 	closeOnce sync.Once
@@ -154,6 +158,9 @@ func Open(path string, opts Options) (*DB, error) {
 			db.unsynced.Store(true)
 			err = db.makeDurable()
 		}
+	}
+	if err == nil && created && !unsynced {
+		err = dropStaleMarker(path)
 	}
 	if err != nil {
 		_ = b.Close()

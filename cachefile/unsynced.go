@@ -118,7 +118,7 @@ func RemoveMarker(path string) error {
 }
 
 // discardUnsynced handles a marker found before a writable open. Without
-// a cache file it only removes the marker. With one, it takes the file's
+// a cache file it leaves the marker. With one, it takes the file's
 // exclusive lock (a writer still building it holds that lock: ErrLocked
 // after timeout), checks again that the marker is there and names this
 // very file, empties the file (it keeps its inode, so another process
@@ -128,8 +128,11 @@ func RemoveMarker(path string) error {
 func discardUnsynced(path string, timeout time.Duration, logger logr.Logger) error {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		logger.Info("Removing a cache file marker without its file", "marker", MarkerPath(path), "path", path)
-		return RemoveMarker(path)
+		// The marker may be another writer's, written just before it
+		// creates the file: it stays. A stale one is removed by the open
+		// that creates the file (DB.dropStaleMarker) or replaced by an
+		// unsynced build's own.
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("open cache file %s: %w", path, err)
@@ -162,6 +165,20 @@ func discardUnsynced(path string, timeout time.Duration, logger logr.Logger) err
 	return RemoveMarker(path)
 }
 
+// dropStaleMarker removes a marker found beside a file this open has just
+// created, durable, under its lock: no unsynced build can be guarding the
+// file (one would hold the lock, or have found the file made), so the
+// marker is a stray one, left by a writer that stopped before it created
+// the file. Left there, it would have the next writable open discard this
+// durable file.
+func dropStaleMarker(path string) error {
+	marked, err := unsyncedMarker(path)
+	if err != nil || !marked {
+		return err
+	}
+	return RemoveMarker(path)
+}
+
 // markerNames checks that the marker of path names the file f holds: the
 // base name it records, looked up in the marker's directory, is f's file.
 func markerNames(path string, f *os.File) error {
@@ -186,8 +203,12 @@ func (db *DB) Unsynced() bool { return db.unsynced.Load() }
 // MakeDurable ends an unsynced build: it fsyncs the file (everything
 // committed so far), removes the marker and fsyncs the directory, and
 // turns fsync on for the commits that follow. It runs in the commit loop,
-// between transactions. It does nothing on a durable DB, and may be called
-// again after an error. While it fails the DB stays unsynced.
+// between transactions. It does nothing on a durable DB. While it fails
+// the DB stays unsynced. It may be called again after an error, except
+// after a failed fsync of the file: then it keeps returning that error
+// (wrapping ErrNotDurable), since what the fsync did not write back may be
+// lost and a later fsync would not say so; the marker stays, and the next
+// writable Open rebuilds the file.
 func (db *DB) MakeDurable() error {
 	if !db.unsynced.Load() {
 		return nil
@@ -206,9 +227,13 @@ func (db *DB) makeDurable() error {
 	if !db.unsynced.Load() {
 		return nil
 	}
+	if db.syncFailed != nil {
+		return db.syncFailed
+	}
 	failpoint.Inject("cachefile.beforeDurable")
 	if err := db.bolt.Sync(); err != nil {
-		return fmt.Errorf("make %s durable: %w", db.path, err)
+		db.syncFailed = fmt.Errorf("make %s durable: %w: its fsync failed (%w); pages it did not write back may be lost, and a later fsync would not report it, so the file stays marked and the next writable open rebuilds it", db.path, ErrNotDurable, err)
+		return db.syncFailed
 	}
 	failpoint.Inject("cachefile.beforeRemoveMarker")
 	if err := RemoveMarker(db.path); err != nil {

@@ -292,3 +292,45 @@ func TestUnsyncedConcurrentCommits(t *testing.T) {
 		t.Fatalf("%d keys committed, want %d", n, writers*each)
 	}
 }
+
+// TestMarkerWithoutFileStays: a writable open that finds a marker and no
+// file leaves the marker, which may be another writer's, written just
+// before it creates the file (removing it would leave that writer
+// building unsynced with no marker on disk).
+func TestMarkerWithoutFileStays(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	if err := writeMarker(path); err != nil {
+		t.Fatal(err)
+	}
+	if err := discardUnsynced(path, time.Second, logr.Discard()); err != nil {
+		t.Fatal(err)
+	}
+	if !markerExists(t, path) {
+		t.Fatal("the marker of a file not created yet was removed")
+	}
+}
+
+// TestStaleMarkerDroppedByTheCreatingOpen: a marker left by a writer that
+// stopped before it created its file is removed by the open that creates
+// the file durable, so that the next open does not discard that file.
+func TestStaleMarkerDroppedByTheCreatingOpen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	if err := writeMarker(path); err != nil {
+		t.Fatal(err)
+	}
+	db, err := Open(path, Options{LockTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	putTestKey(t, db, "durable")
+	if markerExists(t, path) {
+		t.Fatal("the stale marker is still beside the file this open created")
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openDB(t, path, Options{Unsynced: true})
+	if v := testKeyValue(t, db); v != "durable" {
+		t.Fatalf("the next open read %q, want the durable file kept", v)
+	}
+}
