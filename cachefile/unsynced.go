@@ -130,7 +130,7 @@ func discardUnsynced(path string, timeout time.Duration, logger logr.Logger) err
 	if errors.Is(err, fs.ErrNotExist) {
 		// The marker may be another writer's, written just before it
 		// creates the file: it stays. A stale one is removed by the open
-		// that creates the file (DB.dropStaleMarker) or replaced by an
+		// that creates the file (dropStaleMarker) or replaced by an
 		// unsynced build's own.
 		return nil
 	}

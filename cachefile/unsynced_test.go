@@ -190,6 +190,9 @@ func TestUnsyncedCrashedFileRefusedByOtherOpens(t *testing.T) {
 	}
 }
 
+// TestUnsyncedMarkerWithoutFile: a marker left by a writer that stopped
+// before it created its file is removed by the open that creates the file
+// durable (dropStaleMarker), so that the next open keeps that file.
 func TestUnsyncedMarkerWithoutFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
 	if err := writeMarker(path); err != nil {
@@ -198,6 +201,14 @@ func TestUnsyncedMarkerWithoutFile(t *testing.T) {
 	db := openDB(t, path, Options{})
 	if db.Unsynced() || markerExists(t, path) {
 		t.Fatalf("Unsynced %v, marker %v; want the stray marker removed and a durable file", db.Unsynced(), markerExists(t, path))
+	}
+	putTestKey(t, db, "durable")
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db = openDB(t, path, Options{Unsynced: true})
+	if v := testKeyValue(t, db); v != "durable" {
+		t.Fatalf("the next open read %q, want the durable file kept", v)
 	}
 }
 
@@ -307,30 +318,5 @@ func TestMarkerWithoutFileStays(t *testing.T) {
 	}
 	if !markerExists(t, path) {
 		t.Fatal("the marker of a file not created yet was removed")
-	}
-}
-
-// TestStaleMarkerDroppedByTheCreatingOpen: a marker left by a writer that
-// stopped before it created its file is removed by the open that creates
-// the file durable, so that the next open does not discard that file.
-func TestStaleMarkerDroppedByTheCreatingOpen(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cache.db")
-	if err := writeMarker(path); err != nil {
-		t.Fatal(err)
-	}
-	db, err := Open(path, Options{LockTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	putTestKey(t, db, "durable")
-	if markerExists(t, path) {
-		t.Fatal("the stale marker is still beside the file this open created")
-	}
-	if err := db.Close(); err != nil {
-		t.Fatal(err)
-	}
-	db = openDB(t, path, Options{Unsynced: true})
-	if v := testKeyValue(t, db); v != "durable" {
-		t.Fatalf("the next open read %q, want the durable file kept", v)
 	}
 }
