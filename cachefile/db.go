@@ -388,7 +388,12 @@ func (db *DB) View(fn func(tx *bolt.Tx) error) error {
 }
 
 func (db *DB) view(fn func(tx *bolt.Tx) error) error {
-	return guard(db.path, func() error { return db.bolt.View(fn) })
+	err := guard(db.path, func() error { return db.bolt.View(fn) })
+	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+		// Close ran between the check of closed and the transaction.
+		return fmt.Errorf("%w (%w)", ErrClosed, err)
+	}
+	return err
 }
 
 // guard runs fn with memory faults turned into panics, and a panic into
