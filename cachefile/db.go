@@ -73,8 +73,8 @@ type DB struct {
 	// bolt DB's NoSync and NoGrowSync off, between transactions.
 	unsynced atomic.Bool
 	// syncFailed is the error of an fsync of the unsynced build that
-	// failed: the build can no longer be made durable (makeDurable).
-	// Written and read as unsynced is cleared.
+	// failed: the build can no longer be made durable (makeDurable). Only
+	// the commit loop (or Close, after it) reads and writes it.
 	syncFailed error
 	stop       chan struct{}
 	done       chan struct{}

@@ -70,15 +70,10 @@ func validCells(cells []interface{}) []interface{} {
 		if !ok || utf8.ValidString(s) {
 			continue
 		}
+		// Ranging over a string yields U+FFFD for each invalid byte.
 		var b strings.Builder
-		for len(s) > 0 {
-			r, n := utf8.DecodeRuneInString(s)
-			if r == utf8.RuneError && n == 1 {
-				b.WriteRune(utf8.RuneError)
-			} else {
-				b.WriteString(s[:n])
-			}
-			s = s[n:]
+		for _, r := range s {
+			b.WriteRune(r)
 		}
 		cells[i] = b.String()
 	}
