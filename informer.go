@@ -109,6 +109,7 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 		Indexers:      opts.Indexers,
 		IndexVersions: opts.IndexVersions,
 		HotCacheBytes: opts.HotCacheBytes,
+		CopyStrings:   opts.CopyStrings,
 		Keys:          c.keys,
 		Encrypt:       c.seals(gvk.Group, gvk.Kind),
 		Identity: &cachefile.Identity{

@@ -54,6 +54,14 @@ type InformerOptions struct {
 	// others sized from their encoding by it. Objects it returns are shared
 	// and must not be mutated.
 	HotCacheBytes int64
+	// CopyStrings makes the objects the informer's store returns (its
+	// listers, GetIndexer, the old object of an update) hold strings of
+	// their own. By default an object's strings share one buffer, a copy
+	// of its protobuf encoding: reads allocate less and run faster, but a
+	// string kept after its object is dropped keeps that buffer (a Pod:
+	// 4 KB) alive. Set it when handlers keep small parts of many objects
+	// for long, or strings.Clone what they keep.
+	CopyStrings bool
 	// PageSize is the LIST page size of a relist (default
 	// reflector.DefaultPageSize, 50): the relist holds about two pages of
 	// decoded objects on the heap.

@@ -10,7 +10,9 @@ import (
 // The read benchmarks of the report, for go test -bench and benchstat:
 // BenchmarkRead/<op>/<reader>, every reader synced on the same 10k Pods
 // (100 per namespace) from an in-process fake apiserver. See ReadEnv for
-// the readers and NamedBenchmark for the operations.
+// the readers and NamedBenchmark for the operations; BENCH_READERS=client-go
+// or boltinformer syncs only those readers (NewReadEnv), as make bench
+// runs them, each in its own process.
 
 const readBenchN = 10000
 
@@ -34,7 +36,7 @@ func sharedReadEnv(b *testing.B) *ReadEnv {
 		}
 		var ctx context.Context
 		ctx, shared.cancel = context.WithCancel(context.Background())
-		shared.env, shared.err = NewReadEnv(ctx, Target{Host: shared.srv.URL()}, readBenchN, 100, shared.dir)
+		shared.env, shared.err = NewReadEnv(ctx, Target{Host: shared.srv.URL()}, readBenchN, 100, shared.dir, os.Getenv("BENCH_READERS"))
 	})
 	if shared.err != nil {
 		b.Fatal(shared.err)

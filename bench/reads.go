@@ -68,10 +68,33 @@ type ReadEnv struct {
 	closers []func() error
 }
 
-// NewReadEnv syncs every reader from the apiserver at target, which serves
-// n Pods made by Pod(i, namespaces, i+1) (the fake's objects), keeping the
-// cache files in dir.
-func NewReadEnv(ctx context.Context, target Target, n, namespaces int, dir string) (_ *ReadEnv, err error) {
+// Which readers a ReadEnv syncs (ReadersOf).
+const (
+	// ReadersAll: every reader in one process (go test -bench). The
+	// in-memory readers' caches (400 MB at 10k Pods) then make every
+	// garbage collection of the process long, and a reader's time depends
+	// on what it allocates more than on what it does.
+	ReadersAll = "all"
+	// ReadersClientGo: client-go's indexer and controller-runtime's cache
+	// over it, as a controller built on them runs.
+	ReadersClientGo = ImplClientGo
+	// ReadersBolt: boltinformer's readers and the plain decode, as a
+	// controller built on boltinformer runs (its heap: a few MB).
+	ReadersBolt = ImplBolt
+)
+
+// NewReadEnv syncs the readers of set (ReadersAll, ReadersClientGo or
+// ReadersBolt; "" is all) from the apiserver at target, which serves n Pods
+// made by Pod(i, namespaces, i+1) (the fake's objects), keeping the cache
+// files in dir.
+func NewReadEnv(ctx context.Context, target Target, n, namespaces int, dir, set string) (_ *ReadEnv, err error) {
+	if set == "" {
+		set = ReadersAll
+	}
+	if set != ReadersAll && set != ReadersClientGo && set != ReadersBolt {
+		return nil, fmt.Errorf("%w: readers %q (want %s, %s or %s)", ErrBadConfig, set, ReadersAll, ReadersClientGo, ReadersBolt)
+	}
+	inMemory, bolt := set != ReadersBolt, set != ReadersClientGo
 	e := &ReadEnv{N: n, Namespace: fmt.Sprintf("team-%03d", readNamespaceIndex%namespaces)}
 	defer func() {
 		if err != nil {
@@ -106,6 +129,9 @@ func NewReadEnv(ctx context.Context, target Target, n, namespaces int, dir strin
 		hot  int64
 		dst  *cache.Indexer
 	}{{ImplClientGo, 0, &e.clientGo}, {ImplBolt, 0, &e.bolt}, {ImplBolt, readHotCacheBytes, &e.boltHot}} {
+		if (r.impl == ImplClientGo && !inMemory) || (r.impl == ImplBolt && !bolt) {
+			continue
+		}
 		spec := Spec{Impl: r.impl, HotCacheBytes: r.hot, DB: filepath.Join(dir, fmt.Sprintf("reads-%d.db", len(e.closers)))}
 		u, err := startInformer(ctx, spec, PodListWatch(cs, "", ""), nil)
 		if err != nil {
@@ -121,11 +147,14 @@ func NewReadEnv(ctx context.Context, target Target, n, namespaces int, dir strin
 	mapper := meta.NewDefaultRESTMapper(nil)
 	mapper.Add(v1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
 	cfg := target.RESTConfig(nil)
-	crCG, err := e.startCR(ctx, cfg, crcache.Options{Scheme: scheme.Scheme, Mapper: mapper})
-	if err != nil {
-		return nil, err
+	if inMemory {
+		if e.cr, err = e.startCR(ctx, cfg, crcache.Options{Scheme: scheme.Scheme, Mapper: mapper}); err != nil {
+			return nil, err
+		}
 	}
-	e.cr = crCG
+	if !bolt {
+		return e, e.checkCR(ctx)
+	}
 	bc, err := boltinformer.Open(filepath.Join(dir, "reads-cr.db"), boltinformer.Options{})
 	if err != nil {
 		return nil, err
@@ -141,13 +170,21 @@ func NewReadEnv(ctx context.Context, target Target, n, namespaces int, dir strin
 		return nil, err
 	}
 	e.crBolt = crB
+	return e, e.checkCR(ctx)
+}
+
+// checkCR checks that the controller-runtime readers list every object.
+func (e *ReadEnv) checkCR(ctx context.Context) error {
 	for name, r := range map[string]client.Reader{ReaderCR: e.cr, ReaderCRBolt: e.crBolt} {
+		if r == nil {
+			continue
+		}
 		var l v1.PodList
-		if err := r.List(ctx, &l); err != nil || len(l.Items) != n {
-			return nil, fmt.Errorf("%s lists %d of %d: %v", name, len(l.Items), n, err)
+		if err := r.List(ctx, &l); err != nil || len(l.Items) != e.N {
+			return fmt.Errorf("%s lists %d of %d: %v", name, len(l.Items), e.N, err)
 		}
 	}
-	return e, nil
+	return nil
 }
 
 func (e *ReadEnv) startCR(ctx context.Context, cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
@@ -199,8 +236,15 @@ func (nb NamedBenchmark) Name() string { return nb.Op + "/" + nb.Reader }
 func (e *ReadEnv) Benchmarks() []NamedBenchmark {
 	ctx := context.Background()
 	var out []NamedBenchmark
+	// The plain decode runs with boltinformer's readers, whose floor it is.
+	synced := map[string]bool{
+		ReaderClientGo: e.clientGo != nil, ReaderCR: e.cr != nil,
+		ReaderBolt: e.bolt != nil, ReaderBoltHot: e.boltHot != nil, ReaderCRBolt: e.crBolt != nil, ReaderDecode: e.bolt != nil,
+	}
 	add := func(op, reader string, objects int, f func(b *testing.B)) {
-		out = append(out, NamedBenchmark{Op: op, Reader: reader, Objects: objects, F: f})
+		if synced[reader] {
+			out = append(out, NamedBenchmark{Op: op, Reader: reader, Objects: objects, F: f})
+		}
 	}
 	for _, g := range []struct {
 		op   string
@@ -359,7 +403,7 @@ func runReads(ctx context.Context, spec Spec) (Result, error) {
 	if dir == "" {
 		return res, errors.New("reads: no directory for the cache files (Spec.DB)")
 	}
-	env, err := NewReadEnv(ctx, spec.Target, spec.ExpectAdds, max(spec.Namespaces, 1), dir)
+	env, err := NewReadEnv(ctx, spec.Target, spec.ExpectAdds, max(spec.Namespaces, 1), dir, spec.Impl)
 	if err != nil {
 		return res, err
 	}

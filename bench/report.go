@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -264,15 +265,22 @@ func Rows(res *Results) []Row {
 	}
 
 	// 6: reads.
+	// Each side's readers ran in a process of their own (reads/fake/N/SET).
+	readsByN := map[int]map[string]ReadResult{}
 	for name, c := range res.Children {
 		if !strings.HasPrefix(name, "reads/") || len(c.Reads) == 0 {
 			continue
 		}
 		n, _ := strconv.Atoi(strings.Split(name, "/")[2])
-		byName := map[string]ReadResult{}
-		for _, rr := range c.Reads {
-			byName[rr.Name] = rr
+		if readsByN[n] == nil {
+			readsByN[n] = map[string]ReadResult{}
 		}
+		for _, rr := range c.Reads {
+			readsByN[n][rr.Name] = rr
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(readsByN)) {
+		byName := readsByN[n]
 		cmp := func(op, reader, ref, target string, limit float64) {
 			a, ok1 := byName[op+"/"+reader]
 			b, ok2 := byName[op+"/"+ref]

@@ -184,3 +184,29 @@ func TestIngestRowTakesTheMedians(t *testing.T) {
 		t.Errorf("Store.Apply row %+v; want the median run's 1/s", store)
 	}
 }
+
+// TestReadRowsCompareProcesses: each side's readers run in a process of
+// their own, and the read rows compare boltinformer's, from one child,
+// with controller-runtime's, from the other.
+func TestReadRowsCompareProcesses(t *testing.T) {
+	res := &Results{Children: map[string]Result{
+		"reads/fake/10000/client-go": {Reads: []ReadResult{
+			{Name: "Get/hot100/controller-runtime", Op: "Get/hot100", Reader: ReaderCR, NsPerOp: 20000, Objects: 1},
+		}},
+		"reads/fake/10000/boltinformer": {Reads: []ReadResult{
+			{Name: "Get/hot100/boltinformer", Op: "Get/hot100", Reader: ReaderBolt, NsPerOp: 15000, Objects: 1},
+		}},
+	}}
+	var got []Row
+	for _, r := range Rows(res) {
+		if r.Scenario == "6 reads" {
+			got = append(got, r)
+		}
+	}
+	if len(got) != 1 || got[0].Metric != "Get/hot100 (1 obj): boltinformer" || got[0].RefValue != 20000 || got[0].Value != 15000 || got[0].Met != "yes" {
+		t.Fatalf("read rows %+v; want boltinformer's Get against controller-runtime's, 0.75x, met", got)
+	}
+	if _, err := NewReadEnv(t.Context(), Target{}, 1, 1, t.TempDir(), "informers"); !errors.Is(err, ErrBadConfig) {
+		t.Errorf("NewReadEnv with an unknown reader set: %v; want ErrBadConfig", err)
+	}
+}

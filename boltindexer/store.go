@@ -44,6 +44,15 @@ type StoreOptions struct {
 	// others sized from their encoding by it. Objects it returns are
 	// shared: callers must not mutate them.
 	HotCacheBytes int64
+	// CopyStrings makes every object read from the store hold strings of
+	// its own, as generated protobuf Unmarshal makes them. By default the
+	// strings and byte slices of an object read share one buffer, a copy
+	// of its protobuf encoding (internal/protodecode): a read allocates a
+	// third of the objects and runs about a quarter faster, but a string
+	// kept after its object is dropped keeps that whole buffer (a Pod:
+	// 4 KB) alive. Set it when the code reading keeps small parts (names,
+	// labels) of many objects for long, or strings.Clone what it keeps.
+	CopyStrings bool
 }
 
 // OpenReport says what opening a store did to it.

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -16,6 +17,7 @@ import (
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
 	"github.com/boltinformer/boltinformer/internal/presize"
+	"github.com/boltinformer/boltinformer/internal/protodecode"
 	"github.com/boltinformer/boltinformer/internal/protoshare"
 )
 
@@ -49,6 +51,10 @@ type objectCodec struct {
 	// sizes presizes a protobuf object's slices and maps before it is
 	// decoded (internal/presize); nil when the type has nothing to presize.
 	sizes *presize.Plan
+	// shared decodes a protobuf object onto a copy of its payload, its
+	// strings and byte slices sharing that copy (internal/protodecode);
+	// nil when the type has no plan or the store copies strings.
+	shared *protodecode.Plan
 	// share takes from a new version the fields an old one encodes the
 	// same, when the old one is decoded (decodeOld); nil when the type has
 	// nothing to share.
@@ -73,6 +79,7 @@ func newObjectCodec(example runtime.Object) (*objectCodec, error) {
 	case t.Implements(reflect.TypeOf((*protoMessage)(nil)).Elem()):
 		c.id = cachefile.CodecProtobuf
 		c.sizes = presize.For(t.Elem())
+		c.shared = protodecode.For(t.Elem())
 		c.share = protoshare.For(t.Elem())
 	default:
 		c.id = cachefile.CodecJSON
@@ -270,10 +277,18 @@ func (c *objectCodec) decodePayload(v *cachefile.RecordView, payload []byte) (ru
 	return nil, fmt.Errorf("%w: unknown codec %d", cachefile.ErrCorruptRecord, v.Codec)
 }
 
-// unmarshalProto decodes payload, presized, into a new object of the
-// store's type and returns the pointer to it.
+// unmarshalProto decodes payload into a new object of the store's type
+// and returns the pointer to it: onto a copy of payload that the object's
+// strings share (payload may be bbolt's memory or a pooled buffer), or,
+// without a shared plan, presized by generated Unmarshal.
 func (c *objectCodec) unmarshalProto(payload []byte) (reflect.Value, error) {
 	ptr := reflect.New(c.elem)
+	if c.shared != nil {
+		if err := c.shared.Decode(ptr.UnsafePointer(), bytes.Clone(payload)); err != nil {
+			return ptr, fmt.Errorf("%w: protobuf decode %s: %v", cachefile.ErrCorruptRecord, c.name, err)
+		}
+		return ptr, nil
+	}
 	obj, ok := ptr.Interface().(protoMessage)
 	if !ok {
 		return ptr, fmt.Errorf("%w: protobuf record but %s has no protobuf methods", cachefile.ErrCorruptRecord, c.name)

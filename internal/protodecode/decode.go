@@ -1,0 +1,521 @@
+package protodecode
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"reflect"
+	"unsafe"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// sliceHeader is the layout of every Go slice.
+type sliceHeader struct {
+	data unsafe.Pointer
+	len  int
+	cap  int
+}
+
+// emptyBytes is the value of a map entry of bytes that has none, non-nil
+// as generated code makes it; with no capacity, an append to it copies.
+var emptyBytes = []byte{}
+
+// str is b as a string sharing its bytes.
+func str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// varint reads the varint at b[i:] as generated code does: at most ten
+// bytes, the bits past 64 dropped.
+func varint(b []byte, i int) (uint64, int, error) {
+	if i < len(b) && b[i] < 0x80 {
+		return uint64(b[i]), i + 1, nil
+	}
+	var v uint64
+	for shift := uint(0); ; shift += 7 {
+		if shift >= 64 {
+			return 0, i, ErrIntOverflow
+		}
+		if i >= len(b) {
+			return 0, i, ErrTruncated
+		}
+		c := b[i]
+		i++
+		v |= uint64(c&0x7F) << shift
+		if c < 0x80 {
+			return v, i, nil
+		}
+	}
+}
+
+// span reads a length at b[i:] and returns where the value it announces
+// starts and ends, checking the end against limit.
+func span(b []byte, i, limit int) (int, int, error) {
+	n, i, err := varint(b, i)
+	if err != nil {
+		return 0, 0, err
+	}
+	ln := int(n)
+	if ln < 0 {
+		return 0, 0, ErrInvalidLength
+	}
+	end := i + ln
+	if end < 0 {
+		return 0, 0, ErrInvalidLength
+	}
+	if end > limit {
+		return 0, 0, ErrTruncated
+	}
+	return i, end, nil
+}
+
+// skipField returns how long the field at the start of b is, groups
+// included, as generated code's skip does.
+func skipField(b []byte) (int, error) {
+	i, depth := 0, 0
+	for i < len(b) {
+		tag, next, err := varint(b, i)
+		if err != nil {
+			return 0, err
+		}
+		i = next
+		switch tag & 7 {
+		case wireVarint:
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return 0, ErrIntOverflow
+				}
+				if i >= len(b) {
+					return 0, ErrTruncated
+				}
+				i++
+				if b[i-1] < 0x80 {
+					break
+				}
+			}
+		case wireFixed64:
+			i += 8
+		case wireBytes:
+			n, next, err := varint(b, i)
+			if err != nil {
+				return 0, err
+			}
+			if int(n) < 0 {
+				return 0, ErrInvalidLength
+			}
+			i = next + int(n)
+		case wireStart:
+			depth++
+		case wireEnd:
+			if depth == 0 {
+				return 0, ErrGroup
+			}
+			depth--
+		case wireFixed32:
+			i += 4
+		default:
+			return 0, fmt.Errorf("%w: illegal wire type %d", ErrWireType, tag&7)
+		}
+		if i < 0 {
+			return 0, ErrInvalidLength
+		}
+		if depth == 0 {
+			return i, nil
+		}
+	}
+	return 0, ErrTruncated
+}
+
+// count counts the fields of p that are made before they fill, in data,
+// the encoding of one message. It stops where it cannot read on; the
+// decode that follows says what is wrong there.
+func (p *Plan) count(data []byte, counts *[maxCounted]int32) {
+	for i := 0; i < len(data); {
+		tag, next, err := varint(data, i)
+		if err != nil {
+			return
+		}
+		i = next
+		switch tag & 7 {
+		case wireVarint:
+			if _, i, err = varint(data, i); err != nil {
+				return
+			}
+		case wireFixed64:
+			i += 8
+		case wireFixed32:
+			i += 4
+		case wireBytes:
+			_, end, err := span(data, i, len(data))
+			if err != nil {
+				return
+			}
+			if num := tag >> 3; num < uint64(len(p.fields)) {
+				if slot := p.fields[num].slot; slot >= 0 {
+					counts[slot]++
+				}
+			}
+			i = end
+		default:
+			return
+		}
+	}
+}
+
+// budget bounds what a message of n bytes has made before it is decoded:
+// counting records is not counting what decodes (a payload of empty
+// records the decode rejects at its first).
+func budget(n int) uintptr { return uintptr(2*n + 64<<10) }
+
+func (p *Plan) decode(base unsafe.Pointer, data []byte) error {
+	var counts [maxCounted]int32
+	var made uint32 // counted fields made in this call
+	if p.counted > 0 {
+		p.count(data, &counts)
+	}
+	l := len(data)
+	for i := 0; i < l; {
+		start := i
+		tag, next, err := varint(data, i)
+		if err != nil {
+			return err
+		}
+		i = next
+		num, wire := int32(tag>>3), int(tag&7)
+		if wire == wireEnd {
+			return fmt.Errorf("%w: %s: end of group for non-group", ErrWireType, p.name)
+		}
+		if num <= 0 {
+			return fmt.Errorf("%w: %s: illegal tag %d (wire type %d)", ErrWireType, p.name, num, tag)
+		}
+		var f *field
+		if int(num) < len(p.fields) {
+			f = &p.fields[num]
+		}
+		if f == nil || f.kind == skip {
+			n, err := skipField(data[start:])
+			if err != nil {
+				return err
+			}
+			if start+n < 0 {
+				return ErrInvalidLength
+			}
+			if start+n > l {
+				return ErrTruncated
+			}
+			i = start + n
+			continue
+		}
+		fp := unsafe.Add(base, f.off)
+		switch f.kind {
+		case kScalar, kScalarPtr:
+			if wire != f.wire {
+				return f.wireErr(wire)
+			}
+			if i, err = f.scalar(fp, data, i); err != nil {
+				return err
+			}
+			continue
+		case kScalars:
+			if i, err = f.scalars(fp, data, i, wire); err != nil {
+				return err
+			}
+			continue
+		}
+		if wire != wireBytes {
+			return f.wireErr(wire)
+		}
+		vs, ve, err := span(data, i, l)
+		if err != nil {
+			return err
+		}
+		v := data[vs:ve:ve]
+		switch f.kind {
+		case kString:
+			*(*string)(fp) = str(v)
+		case kStringPtr:
+			s := new(string)
+			*s = str(v)
+			*(**string)(fp) = s
+		case kBytes:
+			*(*[]byte)(fp) = v
+		case kMessage:
+			if err := f.msg.decode(fp, v); err != nil {
+				return err
+			}
+		case kMessagePtr:
+			pp := (*unsafe.Pointer)(fp)
+			if *pp == nil {
+				*pp = f.msg.newValue().UnsafePointer()
+			}
+			if err := f.msg.decode(*pp, v); err != nil {
+				return err
+			}
+		case kMessages:
+			sh := (*sliceHeader)(fp)
+			if f.slot >= 0 && made&(1<<f.slot) == 0 {
+				made |= 1 << f.slot
+				want := min(uintptr(counts[f.slot]), budget(l)/max(f.msg.size, 1)+1)
+				if uintptr(sh.cap-sh.len) < want {
+					f.grow(fp, int(want))
+				}
+			}
+			if sh.len == sh.cap {
+				f.grow(fp, max(sh.len, 4))
+			}
+			elem := unsafe.Add(sh.data, uintptr(sh.len)*f.msg.size)
+			sh.len++
+			if err := f.msg.decode(elem, v); err != nil {
+				return err
+			}
+		case kStrings:
+			s := (*[]string)(fp)
+			if f.slot >= 0 && made&(1<<f.slot) == 0 {
+				made |= 1 << f.slot
+				want := min(int(counts[f.slot]), int(budget(l)/16)+1)
+				if cap(*s)-len(*s) < want {
+					ns := make([]string, len(*s), len(*s)+want)
+					copy(ns, *s)
+					*s = ns
+				}
+			}
+			*s = append(*s, str(v))
+		case kBytesList:
+			s := (*[][]byte)(fp)
+			if f.slot >= 0 && made&(1<<f.slot) == 0 {
+				made |= 1 << f.slot
+				want := min(int(counts[f.slot]), int(budget(l)/24)+1)
+				if cap(*s)-len(*s) < want {
+					ns := make([][]byte, len(*s), len(*s)+want)
+					copy(ns, *s)
+					*s = ns
+				}
+			}
+			*s = append(*s, v)
+		case kMap:
+			hint := 0
+			if f.slot >= 0 {
+				hint = min(int(counts[f.slot]), l/4+1)
+			}
+			if err := f.mapEntry(fp, data, vs, ve, hint); err != nil {
+				return err
+			}
+			i = ve
+			continue
+		}
+		i = ve
+	}
+	return nil
+}
+
+func (f *field) wireErr(wire int) error {
+	return fmt.Errorf("%w %d for field %s", ErrWireType, wire, f.name)
+}
+
+// grow makes room for extra more elements in the slice of messages at fp.
+func (f *field) grow(fp unsafe.Pointer, extra int) {
+	old := reflect.NewAt(f.typ, fp).Elem()
+	n := old.Len()
+	s := reflect.MakeSlice(f.typ, n, n+extra)
+	reflect.Copy(s, old)
+	old.Set(s)
+}
+
+// scalar decodes the scalar at data[i:] into the field at fp.
+func (f *field) scalar(fp unsafe.Pointer, data []byte, i int) (int, error) {
+	var v uint64
+	switch f.wire {
+	case wireVarint:
+		var err error
+		if v, i, err = varint(data, i); err != nil {
+			return i, err
+		}
+	case wireFixed64:
+		if i+8 > len(data) {
+			return i, ErrTruncated
+		}
+		v = binary.LittleEndian.Uint64(data[i:])
+		i += 8
+	case wireFixed32:
+		if i+4 > len(data) {
+			return i, ErrTruncated
+		}
+		v = uint64(binary.LittleEndian.Uint32(data[i:]))
+		i += 4
+	}
+	if f.kind == kScalarPtr {
+		fp = f.newScalar(fp)
+	}
+	switch f.num {
+	case nBool:
+		*(*bool)(fp) = v != 0
+	case nInt32:
+		*(*int32)(fp) = int32(v)
+	case nInt64:
+		*(*int64)(fp) = int64(v)
+	case nUint32:
+		*(*uint32)(fp) = uint32(v)
+	case nUint64:
+		*(*uint64)(fp) = v
+	case nFloat32:
+		*(*float32)(fp) = math.Float32frombits(uint32(v))
+	case nFloat64:
+		*(*float64)(fp) = math.Float64frombits(v)
+	}
+	return i, nil
+}
+
+// newScalar points the pointer field at fp to a new scalar and returns it.
+func (f *field) newScalar(fp unsafe.Pointer) unsafe.Pointer {
+	var p unsafe.Pointer
+	switch f.num {
+	case nBool:
+		p = unsafe.Pointer(new(bool))
+	case nInt32, nUint32, nFloat32:
+		p = unsafe.Pointer(new(uint32))
+	default:
+		p = unsafe.Pointer(new(uint64))
+	}
+	*(*unsafe.Pointer)(fp) = p
+	return p
+}
+
+// scalars decodes one element, or a packed run of them, of a repeated
+// varint field.
+func (f *field) scalars(fp unsafe.Pointer, data []byte, i, wire int) (int, error) {
+	add := func(v uint64) {
+		switch f.num {
+		case nBool:
+			s := (*[]bool)(fp)
+			*s = append(*s, v != 0)
+		case nInt32, nUint32:
+			s := (*[]uint32)(fp)
+			*s = append(*s, uint32(v))
+		default:
+			s := (*[]uint64)(fp)
+			*s = append(*s, v)
+		}
+	}
+	switch wire {
+	case wireVarint:
+		v, i, err := varint(data, i)
+		if err != nil {
+			return i, err
+		}
+		add(v)
+		return i, nil
+	case wireBytes:
+		start, end, err := span(data, i, len(data))
+		if err != nil {
+			return i, err
+		}
+		for i = start; i < end; {
+			var v uint64
+			if v, i, err = varint(data, i); err != nil {
+				return i, err
+			}
+			add(v)
+		}
+		return i, nil
+	}
+	return i, f.wireErr(wire)
+}
+
+// mapEntry decodes the map entry at data[start:end] into the map at fp,
+// made with room for hint entries if it is nil. As in generated code, a
+// key or value is bounded by the message, not the entry, and an entry
+// without one holds the zero value.
+func (f *field) mapEntry(fp unsafe.Pointer, data []byte, start, end, hint int) error {
+	var key string
+	var val []byte
+	hasVal := false
+	var q resource.Quantity
+	var rv reflect.Value // mapReflect: the value, decoded in place
+	if f.mapK == mapReflect {
+		rv = f.msg.newValue()
+	}
+	l := len(data)
+	for i := start; i < end; {
+		entryStart := i
+		tag, next, err := varint(data, i)
+		if err != nil {
+			return err
+		}
+		i = next
+		switch int32(tag >> 3) {
+		case 1:
+			s, e, err := span(data, i, l)
+			if err != nil {
+				return err
+			}
+			key, i = str(data[s:e]), e
+		case 2:
+			s, e, err := span(data, i, l)
+			if err != nil {
+				return err
+			}
+			v := data[s:e:e]
+			switch f.mapK {
+			case mapString, mapBytes:
+				val, hasVal = v, true
+			case mapQuantity:
+				if err := q.Unmarshal(v); err != nil {
+					return err
+				}
+			case mapReflect:
+				if err := f.msg.decode(rv.UnsafePointer(), v); err != nil {
+					return err
+				}
+			}
+			i = e
+		default:
+			n, err := skipField(data[entryStart:])
+			if err != nil {
+				return err
+			}
+			if entryStart+n < 0 {
+				return ErrInvalidLength
+			}
+			if entryStart+n > end {
+				return ErrTruncated
+			}
+			i = entryStart + n
+		}
+	}
+	switch f.mapK {
+	case mapString:
+		m := (*map[string]string)(fp)
+		if *m == nil {
+			*m = make(map[string]string, hint)
+		}
+		(*m)[key] = str(val)
+	case mapBytes:
+		m := (*map[string][]byte)(fp)
+		if *m == nil {
+			*m = make(map[string][]byte, hint)
+		}
+		if !hasVal {
+			val = emptyBytes
+		}
+		(*m)[key] = val
+	case mapQuantity:
+		m := (*map[string]resource.Quantity)(fp)
+		if *m == nil {
+			*m = make(map[string]resource.Quantity, hint)
+		}
+		(*m)[key] = q
+	case mapReflect:
+		m := reflect.NewAt(f.typ, fp).Elem()
+		if m.IsNil() {
+			m.Set(reflect.MakeMapWithSize(f.typ, hint))
+		}
+		k := reflect.New(f.typ.Key()).Elem()
+		k.SetString(key)
+		m.SetMapIndex(k, rv.Elem())
+	}
+	return nil
+}
