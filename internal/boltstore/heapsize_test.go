@@ -69,12 +69,25 @@ func TestHeapSizeMatchesTheHeap(t *testing.T) {
 		return out
 	}
 	decodePod := func(b []byte) (interface{}, error) { p := &v1.Pod{}; return p, p.Unmarshal(b) }
+	// A store's read: the strings share one copy of the payload.
+	podCodec, err := newObjectCodec(&v1.Pod{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sharedPod := func(b []byte) (interface{}, error) {
+		p, err := podCodec.unmarshalProto(b)
+		return p.Interface(), err
+	}
 	for _, tc := range []struct {
 		name     string
 		payloads [][]byte
 		decode   func([]byte) (interface{}, error)
 	}{
 		{"fuzzed pods", podPBs, decodePod},
+		{"fuzzed pods, strings shared", podPBs, sharedPod},
+		{"pods of a name, strings shared", encode(2000, func(i int) interface{ Marshal() ([]byte, error) } {
+			return testutil.Pod("ns", fmt.Sprint("p", i), "1")
+		}), sharedPod},
 		{"pods of a name", encode(2000, func(i int) interface{ Marshal() ([]byte, error) } {
 			return testutil.Pod("ns", fmt.Sprint("p", i), "1")
 		}), decodePod},
