@@ -133,7 +133,7 @@ func (f *typedFactory) newTypedInformer(obj runtime.Object, t reflect.Type, resy
 	example := obj.DeepCopyObject()
 	example.GetObjectKind().SetGroupVersionKind(gvk)
 	opts := f.cfg.informerOptions(boltinformer.DefaultStoreName(gvk), namespace, gvr.Resource, resync, indexers)
-	return f.newInformer(tc.listWatch(f.client, namespace, f.cfg.tweak), example, opts), nil
+	return f.newInformer(tc.listWatch(f.client, namespace, f.cfg.tweak, opts.CopyStrings), example, opts), nil
 }
 
 // typedGVK is the GroupVersionKind of a typed object in client-go's scheme.

@@ -90,13 +90,15 @@ func callsWithListOptions(m reflect.Type) bool {
 // makes those requests itself (the resource's name is the resource
 // method's, in lower case, as client-gen names both) and decodes each WATCH
 // response on every core; a client without one (a fake clientset) is
-// called as is.
-func (tc typedClient) listWatch(client kubernetes.Interface, namespace string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
+// called as is. copyStrings is the informer's CopyStrings, for the WATCH
+// events' objects too.
+func (tc typedClient) listWatch(client kubernetes.Interface, namespace string, tweak func(*metav1.ListOptions), copyStrings bool) cache.ListerWatcher {
 	if rc := tc.restClient(client); rc != nil {
 		return reflector.NewListWatch(rc, strings.ToLower(tc.resource), scheme.Scheme, reflector.ListWatchOptions{
 			Namespace:        namespace,
 			PreferProtobuf:   true,
 			TweakListOptions: tweak,
+			CopyStrings:      copyStrings,
 		})
 	}
 	return tc.clientListWatch(client, namespace, tweak)

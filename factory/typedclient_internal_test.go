@@ -4,11 +4,13 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -73,7 +76,7 @@ func TestListWatchRequestsMatchTheGeneratedClient(t *testing.T) {
 			namespaces = append(namespaces, "ns")
 		}
 		for _, ns := range namespaces {
-			generated, ours := tc.clientListWatch(client, ns, tweak), tc.listWatch(client, ns, tweak)
+			generated, ours := tc.clientListWatch(client, ns, tweak), tc.listWatch(client, ns, tweak, false)
 			lw, ok := ours.(*reflector.ListWatch)
 			if !ok {
 				t.Fatalf("%v: the factory's ListerWatcher is a %T, want a *reflector.ListWatch", ptrType, ours)
@@ -103,5 +106,36 @@ func TestListWatchRequestsMatchTheGeneratedClient(t *testing.T) {
 	sort.Strings(resources)
 	if len(resources) < 60 {
 		t.Fatalf("compared %d resources' requests, want every resource of the clientset: %v", len(resources), resources)
+	}
+}
+
+// TestCopyStringsReachesTheListWatch: the informer options' CopyStrings is
+// the ListWatch's too, so that the objects of WATCH events hold strings of
+// their own as the store's reads do.
+func TestCopyStringsReachesTheListWatch(t *testing.T) {
+	client, err := kubernetes.NewForConfig(&rest.Config{Host: "http://127.0.0.1:1", QPS: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, copyStrings := range []bool{false, true} {
+		c, err := boltinformer.Open(filepath.Join(t.TempDir(), "cache.db"), boltinformer.Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := NewSharedInformerFactoryWithOptions(c, client, 0, WithInformerOptions(boltinformer.InformerOptions{CopyStrings: copyStrings}))
+		inf, ok := f.InformerFor(&corev1.Pod{}, nil).(*boltinformer.Informer)
+		if !ok {
+			t.Fatalf("the factory's informer is a %T", f.InformerFor(&corev1.Pod{}, nil))
+		}
+		lw := reflect.ValueOf(inf).Elem().FieldByName("lw").Elem()
+		if lw.Type() != reflect.TypeFor[*reflector.ListWatch]() {
+			t.Fatalf("the informer lists and watches through a %v", lw.Type())
+		}
+		if got := lw.Elem().FieldByName("copyStrings").Bool(); got != copyStrings {
+			t.Errorf("InformerOptions.CopyStrings %v, the ListWatch's %v", copyStrings, got)
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

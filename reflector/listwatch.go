@@ -35,6 +35,8 @@ type ListWatch struct {
 	codecs    runtime.NegotiatedSerializer
 	protobuf  bool
 	tweak     func(*metav1.ListOptions)
+	// copyStrings: ListWatchOptions.CopyStrings.
+	copyStrings bool
 
 	// received is set by KeepEncoded.
 	received atomic.Pointer[receivedEncodings]
@@ -54,6 +56,14 @@ type ListWatchOptions struct {
 	// TweakListOptions changes the options of every LIST and WATCH (label
 	// and field selectors), as in client-go's generated informers.
 	TweakListOptions func(*metav1.ListOptions)
+	// CopyStrings makes the objects of WATCH events hold strings of their
+	// own, as the codec makes them. By default a protobuf object's strings
+	// and byte slices share the bytes its event carried (about its
+	// protobuf size; internal/protodecode): its decode allocates a tenth
+	// as often, but a string a handler keeps after the object is dropped
+	// keeps those bytes alive. The informer's InformerOptions.CopyStrings
+	// is the same choice for what its store returns.
+	CopyStrings bool
 }
 
 // NewListWatch returns the ListWatch of resource (its plural name, "pods")
@@ -76,6 +86,8 @@ func NewListWatch(client rest.Interface, resource string, scheme *runtime.Scheme
 		codecs:    serializer.NewCodecFactory(scheme).WithoutConversion(),
 		protobuf:  opts.PreferProtobuf,
 		tweak:     tweak,
+
+		copyStrings: opts.CopyStrings,
 	}
 }
 
@@ -137,7 +149,7 @@ func (lw *ListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 		}
 		return nil, err
 	}
-	return newParallelWatch(ctx, body, lw.scheme, lw.codecs, decodeWorkers(), lw.received.Load()), nil
+	return newParallelWatch(ctx, body, lw.scheme, lw.codecs, decodeWorkers(), lw.received.Load(), lw.copyStrings), nil
 }
 
 // KeepEncoded makes the watches that start afterwards remember the protobuf

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/boltinformer/boltinformer/internal/presize"
+	"github.com/boltinformer/boltinformer/internal/protodecode"
 )
 
 // protobufMagic starts every object the apiserver encodes in protobuf: a
@@ -21,13 +22,18 @@ type objectDecoder struct {
 	// codec decodes what decode does not: JSON, and protobuf it cannot
 	// decode itself, which codec then rejects with client-go's error.
 	codec runtime.Decoder
+	// copyStrings decodes protobuf with generated Unmarshal, which copies
+	// each string, instead of onto raw (ListWatchOptions.CopyStrings).
+	copyStrings bool
 }
 
 // decode returns the object raw encodes, as the codec would decode it, and
 // for a protobuf object, the object's own encoding (the envelope's
 // payload, a part of raw). A protobuf object of a type the scheme knows is
-// decoded here, its slices and maps presized (internal/presize): the
-// codec's decode is the same without that.
+// decoded here, onto raw, its strings sharing it (internal/protodecode;
+// raw must never be written again), or with copyStrings by generated
+// Unmarshal, its slices and maps presized (internal/presize): the codec's
+// decode gives the same object.
 func (d objectDecoder) decode(raw []byte) (runtime.Object, []byte, error) {
 	env, ok := openEnvelope(raw)
 	if !ok || env.contentEncoding != "" || (env.contentType != "" && env.contentType != runtime.ContentTypeProtobuf) {
@@ -49,8 +55,23 @@ func (d objectDecoder) decode(raw []byte) (runtime.Object, []byte, error) {
 		obj, err := runtime.Decode(d.codec, raw)
 		return obj, nil, err
 	}
-	if plan := presize.For(reflect.TypeOf(obj).Elem()); plan != nil {
-		plan.Presize(reflect.ValueOf(obj).Elem(), env.payload)
+	ptr := reflect.ValueOf(obj)
+	if !d.copyStrings {
+		if plan := protodecode.For(ptr.Type().Elem()); plan != nil {
+			if err := plan.Decode(ptr.UnsafePointer(), env.payload); err == nil {
+				return obj, env.payload, nil
+			}
+			// Generated Unmarshal fails where protodecode does; its
+			// error is the one client-go's watch gives.
+			obj, _ = d.scheme.New(gvk)
+			ptr, m = reflect.ValueOf(obj), obj.(interface {
+				Reset()
+				Unmarshal([]byte) error
+			})
+		}
+	}
+	if plan := presize.For(ptr.Type().Elem()); plan != nil {
+		plan.Presize(ptr.Elem(), env.payload)
 	}
 	if err := m.Unmarshal(env.payload); err != nil {
 		return nil, nil, err

@@ -70,7 +70,7 @@ type pendingEvent struct {
 // does not wait for the body: a watch may send nothing for minutes.
 // With received set, the protobuf bytes of each ADDED and MODIFIED object are
 // kept there before the event is delivered.
-func newParallelWatch(ctx context.Context, body io.ReadCloser, scheme *k8sruntime.Scheme, codecs k8sruntime.NegotiatedSerializer, workers int, received *receivedEncodings) *parallelWatch {
+func newParallelWatch(ctx context.Context, body io.ReadCloser, scheme *k8sruntime.Scheme, codecs k8sruntime.NegotiatedSerializer, workers int, received *receivedEncodings, copyStrings bool) *parallelWatch {
 	w := &parallelWatch{
 		body:   body,
 		result: make(chan watch.Event),
@@ -84,7 +84,7 @@ func newParallelWatch(ctx context.Context, body io.ReadCloser, scheme *k8sruntim
 		defer w.wg.Done()
 		defer close(jobs)
 		defer close(ordered)
-		w.split(scheme, codecs, jobs, ordered)
+		w.split(scheme, codecs, copyStrings, jobs, ordered)
 	}()
 	for range workers {
 		go func() {
@@ -131,8 +131,10 @@ func sniffWatchFormat(br *bufio.Reader) (string, error) {
 }
 
 // streamDecoders returns the decoder of body's events and the decoder of
-// their objects.
-func streamDecoders(body io.ReadCloser, scheme *k8sruntime.Scheme, codecs k8sruntime.NegotiatedSerializer) (streaming.Decoder, objectDecoder, error) {
+// their objects. Each event's object is a copy of its frame's bytes (the
+// RawExtension of a new metav1.WatchEvent), which nothing writes again:
+// the objects decoded from it may share it.
+func streamDecoders(body io.ReadCloser, scheme *k8sruntime.Scheme, codecs k8sruntime.NegotiatedSerializer, copyStrings bool) (streaming.Decoder, objectDecoder, error) {
 	br := bufio.NewReader(body)
 	mediaType, err := sniffWatchFormat(br)
 	if err != nil {
@@ -143,14 +145,14 @@ func streamDecoders(body io.ReadCloser, scheme *k8sruntime.Scheme, codecs k8srun
 		return nil, objectDecoder{}, fmt.Errorf("%w: no stream decoder for %s", ErrWatchFormat, mediaType)
 	}
 	frames := info.StreamSerializer.Framer.NewFrameReader(readCloser{br, body})
-	objects := objectDecoder{scheme: scheme, codec: codecs.DecoderToVersion(info.Serializer, nil)}
+	objects := objectDecoder{scheme: scheme, codec: codecs.DecoderToVersion(info.Serializer, nil), copyStrings: copyStrings}
 	return streaming.NewDecoder(frames, info.StreamSerializer.Serializer), objects, nil
 }
 
 // split reads the body's events in order and hands each to a worker and to
 // deliver; the error that ends the body is the last event.
-func (w *parallelWatch) split(scheme *k8sruntime.Scheme, codecs k8sruntime.NegotiatedSerializer, jobs, ordered chan<- *pendingEvent) {
-	events, objects, err := streamDecoders(w.body, scheme, codecs)
+func (w *parallelWatch) split(scheme *k8sruntime.Scheme, codecs k8sruntime.NegotiatedSerializer, copyStrings bool, jobs, ordered chan<- *pendingEvent) {
+	events, objects, err := streamDecoders(w.body, scheme, codecs, copyStrings)
 	for {
 		var got metav1.WatchEvent
 		p := &pendingEvent{decoder: objects, decoded: make(chan struct{})}
