@@ -237,6 +237,19 @@ func unsafeBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), le
 // returns the size of its plain payload. The payload may alias bbolt's
 // memory: every decoder here copies what it keeps.
 func (c *objectCodec) decodeView(key string, v *cachefile.RecordView) (runtime.Object, int, error) {
+	if c.shared != nil && v.Codec == cachefile.CodecProtobuf && v.Compression != cachefile.CompressionNone {
+		// Decompressed into a buffer of its own, which the object shares.
+		var own []byte
+		payload, err := c.open(key, v, &own)
+		if err != nil {
+			return nil, 0, err
+		}
+		ptr, err := c.decodeShared(payload)
+		if err != nil {
+			return nil, 0, err
+		}
+		return c.typed(ptr, v), len(payload), nil
+	}
 	buf := payloadBufs.Get().(*[]byte)
 	defer putPayloadBuf(buf)
 	payload, err := c.open(key, v, buf)
@@ -282,13 +295,10 @@ func (c *objectCodec) decodePayload(v *cachefile.RecordView, payload []byte) (ru
 // strings share (payload may be bbolt's memory or a pooled buffer), or,
 // without a shared plan, presized by generated Unmarshal.
 func (c *objectCodec) unmarshalProto(payload []byte) (reflect.Value, error) {
-	ptr := reflect.New(c.elem)
 	if c.shared != nil {
-		if err := c.shared.Decode(ptr.UnsafePointer(), bytes.Clone(payload)); err != nil {
-			return ptr, fmt.Errorf("%w: protobuf decode %s: %v", cachefile.ErrCorruptRecord, c.name, err)
-		}
-		return ptr, nil
+		return c.decodeShared(bytes.Clone(payload))
 	}
+	ptr := reflect.New(c.elem)
 	obj, ok := ptr.Interface().(protoMessage)
 	if !ok {
 		return ptr, fmt.Errorf("%w: protobuf record but %s has no protobuf methods", cachefile.ErrCorruptRecord, c.name)
@@ -297,6 +307,16 @@ func (c *objectCodec) unmarshalProto(payload []byte) (reflect.Value, error) {
 		c.sizes.Presize(ptr.Elem(), payload)
 	}
 	if err := obj.Unmarshal(payload); err != nil {
+		return ptr, fmt.Errorf("%w: protobuf decode %s: %v", cachefile.ErrCorruptRecord, c.name, err)
+	}
+	return ptr, nil
+}
+
+// decodeShared decodes own, which nothing writes again, into a new object
+// whose strings and byte slices share it.
+func (c *objectCodec) decodeShared(own []byte) (reflect.Value, error) {
+	ptr := reflect.New(c.elem)
+	if err := c.shared.Decode(ptr.UnsafePointer(), own); err != nil {
 		return ptr, fmt.Errorf("%w: protobuf decode %s: %v", cachefile.ErrCorruptRecord, c.name, err)
 	}
 	return ptr, nil

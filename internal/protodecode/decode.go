@@ -318,11 +318,12 @@ func (f *field) wireErr(wire int) error {
 
 // grow makes room for extra more elements in the slice of messages at fp.
 func (f *field) grow(fp unsafe.Pointer, extra int) {
-	old := reflect.NewAt(f.typ, fp).Elem()
-	n := old.Len()
-	s := reflect.MakeSlice(f.typ, n, n+extra)
-	reflect.Copy(s, old)
-	old.Set(s)
+	sh := (*sliceHeader)(fp)
+	s := reflect.MakeSlice(f.typ, sh.len, sh.len+extra)
+	if sh.len > 0 {
+		reflect.Copy(s, reflect.NewAt(f.typ, fp).Elem())
+	}
+	sh.data, sh.cap = s.UnsafePointer(), sh.len+extra
 }
 
 // scalar decodes the scalar at data[i:] into the field at fp.
@@ -463,7 +464,7 @@ func (f *field) mapEntry(fp unsafe.Pointer, data []byte, start, end, hint int) e
 			case mapString, mapBytes:
 				val, hasVal = v, true
 			case mapQuantity:
-				if err := q.Unmarshal(v); err != nil {
+				if err := decodeQuantity(&q, v); err != nil {
 					return err
 				}
 			case mapReflect:

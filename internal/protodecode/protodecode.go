@@ -212,7 +212,7 @@ func methodOf(t reflect.Type) func(p unsafe.Pointer, b []byte) error {
 	case reflect.TypeFor[metav1.Time]():
 		return func(p unsafe.Pointer, b []byte) error { return (*metav1.Time)(p).Unmarshal(b) }
 	case reflect.TypeFor[resource.Quantity]():
-		return func(p unsafe.Pointer, b []byte) error { return (*resource.Quantity)(p).Unmarshal(b) }
+		return func(p unsafe.Pointer, b []byte) error { return decodeQuantity((*resource.Quantity)(p), b) }
 	case reflect.TypeFor[metav1.MicroTime]():
 		return func(p unsafe.Pointer, b []byte) error { return (*metav1.MicroTime)(p).Unmarshal(b) }
 	}
