@@ -137,17 +137,7 @@ func TestPresizeOnDamagedPayloads(t *testing.T) {
 			t.Fatal(err)
 		}
 		for j := range 40 {
-			bad := append([]byte(nil), data...)
-			switch j % 3 {
-			case 0:
-				bad = bad[:rnd.Intn(len(bad)+1)]
-			case 1:
-				bad[rnd.Intn(len(bad))] ^= byte(1 + rnd.Intn(255))
-			case 2:
-				for k := rnd.Intn(len(bad)); k < len(bad); k++ {
-					bad[k] = byte(rnd.Intn(256))
-				}
-			}
+			bad := damaged(rnd, data, j%3)
 			plain, sized, plainErr, sizedErr := decodeBoth(typ, plan, bad)
 			if (plainErr == nil) != (sizedErr == nil) || (plainErr != nil && plainErr.Error() != sizedErr.Error()) {
 				t.Fatalf("pod %d, damage %d: plain decode %v, presized %v", i, j, plainErr, sizedErr)

@@ -111,21 +111,7 @@ func TestProtodecodeOnDamagedPayloads(t *testing.T) {
 				continue
 			}
 			for j := range damages {
-				bad := append([]byte(nil), data...)
-				switch j % 4 {
-				case 0:
-					bad = bad[:rnd.Intn(len(bad)+1)]
-				case 1:
-					bad[rnd.Intn(len(bad))] ^= byte(1 + rnd.Intn(255))
-				case 2:
-					for k := rnd.Intn(len(bad)); k < len(bad); k++ {
-						bad[k] = byte(rnd.Intn(256))
-					}
-				case 3:
-					for range 1 + rnd.Intn(4) {
-						bad[rnd.Intn(len(bad))] = byte(rnd.Intn(256))
-					}
-				}
+				bad := damaged(rnd, data, j%4)
 				plain, shared, plainErr, sharedErr := decodeShared(typ, plan, bad)
 				if (plainErr == nil) != (sharedErr == nil) {
 					t.Fatalf("%s %d, damage %d: generated %v, protodecode %v", name, i, j, plainErr, sharedErr)
@@ -143,6 +129,28 @@ func TestProtodecodeOnDamagedPayloads(t *testing.T) {
 			damage(t, name, types[name], 2, 50)
 		}
 	}
+}
+
+// damaged returns a damaged copy of data (not empty): cut at random (kind
+// 0), a byte changed (1), the rest random from a point on (2), or a few
+// bytes set at random (3).
+func damaged(rnd *rand.Rand, data []byte, kind int) []byte {
+	bad := append([]byte(nil), data...)
+	switch kind {
+	case 0:
+		bad = bad[:rnd.Intn(len(bad)+1)]
+	case 1:
+		bad[rnd.Intn(len(bad))] ^= byte(1 + rnd.Intn(255))
+	case 2:
+		for k := rnd.Intn(len(bad)); k < len(bad); k++ {
+			bad[k] = byte(rnd.Intn(256))
+		}
+	case 3:
+		for range 1 + rnd.Intn(4) {
+			bad[rnd.Intn(len(bad))] = byte(rnd.Intn(256))
+		}
+	}
+	return bad
 }
 
 // TestProtodecodeSharesTheBuffer: the strings and byte slices of a
