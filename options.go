@@ -60,7 +60,10 @@ type InformerOptions struct {
 	// of its protobuf encoding: reads allocate less and run faster, but a
 	// string kept after its object is dropped keeps that buffer (a Pod:
 	// 4 KB) alive. Set it when handlers keep small parts of many objects
-	// for long, or strings.Clone what they keep.
+	// for long, or strings.Clone what they keep. The objects of WATCH
+	// events come from the ListerWatcher: the factories set the same on
+	// the reflector.ListWatch they make (ListWatchOptions.CopyStrings); set
+	// it there on one of your own.
 	CopyStrings bool
 	// PageSize is the LIST page size of a relist (default
 	// reflector.DefaultPageSize, 50): the relist holds about two pages of

@@ -231,11 +231,11 @@ func hasTags(t reflect.Type) bool {
 	return false
 }
 
-// tagInfo is a parsed gogo struct tag: "bytes,2,rep,name=containers".
+// tagInfo is a parsed gogo struct tag: "bytes,2,rep,name=containers". Its
+// "rep" is not read: the Go type says whether a field repeats.
 type tagInfo struct {
 	wire string
 	num  int
-	rep  bool
 }
 
 func parseTag(tag string) (tagInfo, bool) {
@@ -247,7 +247,7 @@ func parseTag(tag string) (tagInfo, bool) {
 	if err != nil || num <= 0 || num > 1<<12 {
 		return tagInfo{}, false
 	}
-	return tagInfo{wire: parts[0], num: num, rep: parts[2] == "rep"}, true
+	return tagInfo{wire: parts[0], num: num}, true
 }
 
 func (b *builder) plan(t reflect.Type) *Plan {
