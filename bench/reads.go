@@ -78,23 +78,28 @@ const (
 	// ReadersClientGo: client-go's indexer and controller-runtime's cache
 	// over it, as a controller built on them runs.
 	ReadersClientGo = ImplClientGo
-	// ReadersBolt: boltinformer's readers and the plain decode, as a
-	// controller built on boltinformer runs (its heap: a few MB).
+	// ReadersBolt: boltinformer's readers without the hot-object cache
+	// and the plain decode, as a controller built on boltinformer runs
+	// (its heap: a few MB).
 	ReadersBolt = ImplBolt
+	// ReadersBoltHot: boltinformer with the hot-object cache, whose objects
+	// (up to 180 MB of them at 10k Pods) are a heap of their own.
+	ReadersBoltHot = ReaderBoltHot
 )
 
-// NewReadEnv syncs the readers of set (ReadersAll, ReadersClientGo or
-// ReadersBolt; "" is all) from the apiserver at target, which serves n Pods
+// NewReadEnv syncs the readers of set (ReadersAll, ReadersClientGo,
+// ReadersBolt or ReadersBoltHot; "" is all) from the apiserver at target, which serves n Pods
 // made by Pod(i, namespaces, i+1) (the fake's objects), keeping the cache
 // files in dir.
 func NewReadEnv(ctx context.Context, target Target, n, namespaces int, dir, set string) (_ *ReadEnv, err error) {
 	if set == "" {
 		set = ReadersAll
 	}
-	if set != ReadersAll && set != ReadersClientGo && set != ReadersBolt {
-		return nil, fmt.Errorf("%w: readers %q (want %s, %s or %s)", ErrBadConfig, set, ReadersAll, ReadersClientGo, ReadersBolt)
+	if set != ReadersAll && set != ReadersClientGo && set != ReadersBolt && set != ReadersBoltHot {
+		return nil, fmt.Errorf("%w: readers %q (want %s, %s, %s or %s)", ErrBadConfig, set, ReadersAll, ReadersClientGo, ReadersBolt, ReadersBoltHot)
 	}
-	inMemory, bolt := set != ReadersBolt, set != ReadersClientGo
+	all := set == ReadersAll
+	inMemory, bolt, hot := all || set == ReadersClientGo, all || set == ReadersBolt, all || set == ReadersBoltHot
 	e := &ReadEnv{N: n, Namespace: fmt.Sprintf("team-%03d", readNamespaceIndex%namespaces)}
 	defer func() {
 		if err != nil {
@@ -129,7 +134,7 @@ func NewReadEnv(ctx context.Context, target Target, n, namespaces int, dir, set 
 		hot  int64
 		dst  *cache.Indexer
 	}{{ImplClientGo, 0, &e.clientGo}, {ImplBolt, 0, &e.bolt}, {ImplBolt, readHotCacheBytes, &e.boltHot}} {
-		if (r.impl == ImplClientGo && !inMemory) || (r.impl == ImplBolt && !bolt) {
+		if (r.impl == ImplClientGo && !inMemory) || (r.impl == ImplBolt && r.hot == 0 && !bolt) || (r.hot > 0 && !hot) {
 			continue
 		}
 		spec := Spec{Impl: r.impl, HotCacheBytes: r.hot, DB: filepath.Join(dir, fmt.Sprintf("reads-%d.db", len(e.closers)))}

@@ -186,8 +186,9 @@ func TestIngestRowTakesTheMedians(t *testing.T) {
 }
 
 // TestReadRowsCompareProcesses: each side's readers run in a process of
-// their own, and the read rows compare boltinformer's, from one child,
-// with controller-runtime's, from the other.
+// their own (boltinformer's hot-object cache in a third), and the read rows
+// compare boltinformer's, from one child, with controller-runtime's, from
+// another.
 func TestReadRowsCompareProcesses(t *testing.T) {
 	res := &Results{Children: map[string]Result{
 		"reads/fake/10000/client-go": {Reads: []ReadResult{
@@ -196,6 +197,9 @@ func TestReadRowsCompareProcesses(t *testing.T) {
 		"reads/fake/10000/boltinformer": {Reads: []ReadResult{
 			{Name: "Get/hot100/boltinformer", Op: "Get/hot100", Reader: ReaderBolt, NsPerOp: 15000, Objects: 1},
 		}},
+		"reads/fake/10000/boltinformer-hot": {Reads: []ReadResult{
+			{Name: "Get/hot100/boltinformer-hot", Op: "Get/hot100", Reader: ReaderBoltHot, NsPerOp: 1000, Objects: 1},
+		}},
 	}}
 	var got []Row
 	for _, r := range Rows(res) {
@@ -203,8 +207,9 @@ func TestReadRowsCompareProcesses(t *testing.T) {
 			got = append(got, r)
 		}
 	}
-	if len(got) != 1 || got[0].Metric != "Get/hot100 (1 obj): boltinformer" || got[0].RefValue != 20000 || got[0].Value != 15000 || got[0].Met != "yes" {
-		t.Fatalf("read rows %+v; want boltinformer's Get against controller-runtime's, 0.75x, met", got)
+	if len(got) != 2 || got[0].Metric != "Get/hot100 (1 obj): boltinformer" || got[0].RefValue != 20000 || got[0].Value != 15000 || got[0].Met != "yes" ||
+		got[1].Metric != "Get/hot100 (1 obj): boltinformer-hot" || got[1].Value != 1000 || got[1].Met != "yes" {
+		t.Fatalf("read rows %+v; want boltinformer's Get without and with the hot cache against controller-runtime's, met", got)
 	}
 	if _, err := NewReadEnv(t.Context(), Target{}, 1, 1, t.TempDir(), "informers"); !errors.Is(err, ErrBadConfig) {
 		t.Errorf("NewReadEnv with an unknown reader set: %v; want ErrBadConfig", err)
