@@ -2,7 +2,8 @@
 // object the way its generated Unmarshal does, but shares the encoding
 // instead of copying from it: every string and []byte of the object points
 // into the buffer it was decoded from. The store decodes each read this
-// way, from a buffer of its own that nothing writes again.
+// way, from a buffer of its own that nothing writes again, and the
+// reflector each WATCH event's object, from the bytes the event carried.
 package protodecode
 
 import (
@@ -30,7 +31,9 @@ import (
 // append to it copies instead of writing over what follows. A message's
 // repeated fields and maps are counted in one pass over its bytes and made
 // as large as the payload fills them. Types without tags (metav1.Time,
-// resource.Quantity) are decoded by their own Unmarshal.
+// resource.Quantity) are decoded by their own Unmarshal, a Quantity once
+// per encoding (quantity.go). The Go type of a field, not its tag, says how
+// it is decoded: some tags are wrong (SecretVolumeSource's defaultMode).
 //
 // The object it gives is the one generated Unmarshal gives
 // (reflect.DeepEqual: nil and empty differ), and it fails where
