@@ -16,6 +16,12 @@ import (
 // runtime.Unknown envelope (type meta, then the object's own encoding).
 var protobufMagic = []byte{'k', '8', 's', 0}
 
+// protoUnmarshaler is what the protobuf serializer decodes into.
+type protoUnmarshaler interface {
+	Reset()
+	Unmarshal([]byte) error
+}
+
 // objectDecoder decodes the objects of one watch stream's events.
 type objectDecoder struct {
 	scheme *runtime.Scheme
@@ -47,10 +53,7 @@ func (d objectDecoder) decode(raw []byte) (runtime.Object, []byte, error) {
 	}
 	// What the protobuf serializer decodes into (its unmarshaler); Reset
 	// is not called on the new object, which is zero already.
-	m, ok := obj.(interface {
-		Reset()
-		Unmarshal([]byte) error
-	})
+	m, ok := obj.(protoUnmarshaler)
 	if !ok || reflect.TypeOf(obj).Kind() != reflect.Pointer {
 		obj, err := runtime.Decode(d.codec, raw)
 		return obj, nil, err
@@ -64,10 +67,7 @@ func (d objectDecoder) decode(raw []byte) (runtime.Object, []byte, error) {
 			// Generated Unmarshal fails where protodecode does; its
 			// error is the one client-go's watch gives.
 			obj, _ = d.scheme.New(gvk)
-			ptr, m = reflect.ValueOf(obj), obj.(interface {
-				Reset()
-				Unmarshal([]byte) error
-			})
+			ptr, m = reflect.ValueOf(obj), obj.(protoUnmarshaler)
 		}
 	}
 	if plan := presize.For(ptr.Type().Elem()); plan != nil {

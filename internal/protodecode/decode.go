@@ -130,6 +130,31 @@ func skipField(b []byte) (int, error) {
 	return 0, ErrTruncated
 }
 
+// skipPast skips the field whose tag starts at data[start:], which must end
+// by limit, and returns where the next one starts.
+func skipPast(data []byte, start, limit int) (int, error) {
+	n, err := skipField(data[start:])
+	if err != nil {
+		return 0, err
+	}
+	if start+n < 0 {
+		return 0, ErrInvalidLength
+	}
+	if start+n > limit {
+		return 0, ErrTruncated
+	}
+	return start + n, nil
+}
+
+// reserve makes room in *s for want more elements.
+func reserve[T any](s *[]T, want int) {
+	if cap(*s)-len(*s) < want {
+		ns := make([]T, len(*s), len(*s)+want)
+		copy(ns, *s)
+		*s = ns
+	}
+}
+
 // count counts the fields of p that are made before they fill, in data,
 // the encoding of one message. It stops where it cannot read on; the
 // decode that follows says what is wrong there.
@@ -197,17 +222,9 @@ func (p *Plan) decode(base unsafe.Pointer, data []byte) error {
 			f = &p.fields[num]
 		}
 		if f == nil || f.kind == skip {
-			n, err := skipField(data[start:])
-			if err != nil {
+			if i, err = skipPast(data, start, l); err != nil {
 				return err
 			}
-			if start+n < 0 {
-				return ErrInvalidLength
-			}
-			if start+n > l {
-				return ErrTruncated
-			}
-			i = start + n
 			continue
 		}
 		fp := unsafe.Add(base, f.off)
@@ -276,24 +293,14 @@ func (p *Plan) decode(base unsafe.Pointer, data []byte) error {
 			s := (*[]string)(fp)
 			if f.slot >= 0 && made&(1<<f.slot) == 0 {
 				made |= 1 << f.slot
-				want := min(int(counts[f.slot]), int(budget(l)/16)+1)
-				if cap(*s)-len(*s) < want {
-					ns := make([]string, len(*s), len(*s)+want)
-					copy(ns, *s)
-					*s = ns
-				}
+				reserve(s, min(int(counts[f.slot]), int(budget(l)/16)+1))
 			}
 			*s = append(*s, str(v))
 		case kBytesList:
 			s := (*[][]byte)(fp)
 			if f.slot >= 0 && made&(1<<f.slot) == 0 {
 				made |= 1 << f.slot
-				want := min(int(counts[f.slot]), int(budget(l)/24)+1)
-				if cap(*s)-len(*s) < want {
-					ns := make([][]byte, len(*s), len(*s)+want)
-					copy(ns, *s)
-					*s = ns
-				}
+				reserve(s, min(int(counts[f.slot]), int(budget(l)/24)+1))
 			}
 			*s = append(*s, v)
 		case kMap:
@@ -474,17 +481,9 @@ func (f *field) mapEntry(fp unsafe.Pointer, data []byte, start, end, hint int) e
 			}
 			i = e
 		default:
-			n, err := skipField(data[entryStart:])
-			if err != nil {
+			if i, err = skipPast(data, entryStart, end); err != nil {
 				return err
 			}
-			if entryStart+n < 0 {
-				return ErrInvalidLength
-			}
-			if entryStart+n > end {
-				return ErrTruncated
-			}
-			i = entryStart + n
 		}
 	}
 	switch f.mapK {
