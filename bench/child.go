@@ -134,6 +134,10 @@ type Result struct {
 	// ProcSync is /proc/self/status then (VmHWM is the peak RSS).
 	HeapPeakSync uint64     `json:"heapPeakSync"`
 	ProcSync     ProcStatus `json:"procSync"`
+	// GCCyclesSync and GCCyclesRelist are the GC cycles the two peaks
+	// span: how much of the collector's timing each peak was exposed to.
+	GCCyclesSync   uint64 `json:"gcCyclesSync,omitempty"`
+	GCCyclesRelist uint64 `json:"gcCyclesRelist,omitempty"`
 	// HeapLive is the heap after two GCs in the steady state; Steady is
 	// /proc/self/status after returning free memory to the OS.
 	HeapLive uint64     `json:"heapLive"`
@@ -332,6 +336,7 @@ func runSync(ctx context.Context, spec Spec) (Result, error) {
 	defer prof.stop()
 	sampler := StartHeapSampler(2*time.Millisecond, prof.onPeak)
 	defer sampler.Stop()
+	cycles := GCCycles()
 	start := time.Now()
 	res.StartedAt = start.UnixNano()
 
@@ -378,6 +383,7 @@ func runSync(ctx context.Context, spec Spec) (Result, error) {
 	// The peak is taken before the objects are counted: listing 150k keys
 	// is the bench's own 6 MB, not the informer's.
 	res.HeapPeakSync = sampler.Peak()
+	res.GCCyclesSync = GCCycles() - cycles
 	res.ProcSync = ReadProcStatus()
 	if spec.SkipMemory && spec.ExpectAdds > 0 {
 		// The adds waited for are the count: listing the keys of a large
@@ -435,6 +441,7 @@ func relist(ctx context.Context, spec Spec, u *informerUnderTest, h *countingHan
 	runtime.GC()
 	ResetPeakRSS()
 	sampler.Reset()
+	cycles := GCCycles()
 	start := time.Now()
 	var rv int64
 	if spec.RelistTrigger != "" {
@@ -480,6 +487,7 @@ func relist(ctx context.Context, spec Spec, u *informerUnderTest, h *countingHan
 	}
 	res.RelistSeconds = time.Since(start).Seconds()
 	res.HeapPeakRelist = sampler.Peak()
+	res.GCCyclesRelist = GCCycles() - cycles
 	res.VmHWMRelist = ReadProcStatus().VmHWM
 	return nil
 }

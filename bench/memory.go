@@ -17,6 +17,18 @@ import (
 // the Go heap as the GC sees it between two cycles.
 const heapObjectsMetric = "/memory/classes/heap/objects:bytes"
 
+// gcCyclesMetric counts the completed GC cycles of the process.
+const gcCyclesMetric = "/gc/cycles/total:gc-cycles"
+
+// GCCycles returns how many GC cycles the process has completed. A peak
+// heap is the highest of the cycles it spans: a longer run sees more of
+// them, and its peak is higher by that alone.
+func GCCycles() uint64 {
+	s := []metrics.Sample{{Name: gcCyclesMetric}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
 // HeapSampler samples the Go heap every interval in a goroutine and keeps
 // the peak. Heaps don't shrink inside one process, so each implementation
 // is measured in a process of its own.
