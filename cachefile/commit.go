@@ -67,39 +67,11 @@ func (db *DB) commitLoop() {
 			for _, w := range batch {
 				w.result <- db.commit([]*Write{w})
 			}
-		} else {
-			for _, w := range batch {
-				w.result <- err
-			}
+			continue
 		}
-		db.startWriteback()
-	}
-}
-
-// WritebackBytes is how much an unsynced build writes between two starts of
-// the kernel's writeback of its dirty pages.
-const WritebackBytes = 4 << 20
-
-// startWriteback starts the writeback of an unsynced build's dirty pages
-// (sync_file_range on Linux) each time its commits have written another
-// WritebackBytes, without waiting for it: the pages are then mostly
-// written when MakeDurable's fsync comes (21 ms for a 33 MB build without,
-// 1 ms with), and a memory cgroup can reclaim them without writing them
-// first. The fsync decides durability and reports what failed; a failed
-// start is logged and not tried again.
-func (db *DB) startWriteback() {
-	if !db.unsynced.Load() || db.writebackOff {
-		return
-	}
-	st := db.bolt.Stats()
-	written := st.TxStats.GetPageAlloc()
-	if written-db.writtenAt < WritebackBytes {
-		return
-	}
-	db.writtenAt = written
-	if err := db.opts.writeback(db.path); err != nil {
-		db.writebackOff = true
-		db.opts.Logger.Info("Could not start the writeback of the unsynced build; its fsync at the sync point writes everything", "path", db.path, "err", err)
+		for _, w := range batch {
+			w.result <- err
+		}
 	}
 }
 

@@ -55,9 +55,6 @@ type Options struct {
 	// Logger receives what Open does on its own (discarding a file left
 	// unsynced); klog.Background() if zero.
 	Logger logr.Logger
-
-	// writeback replaces startWriteback (tests).
-	writeback func(path string) error
 }
 
 // DB is one cache file. It holds many stores and owns the commit loop that
@@ -79,15 +76,8 @@ type DB struct {
 	// failed: the build can no longer be made durable (makeDurable). Only
 	// the commit loop (or Close, after it) reads and writes it.
 	syncFailed error
-
-	// writtenAt is what the unsynced build's commits had written when its
-	// writeback was last started (startWriteback), and writebackOff is set
-	// once starting it failed. Only the commit loop uses them.
-	writtenAt    int64
-	writebackOff bool
-
-	stop chan struct{}
-	done chan struct{}
+	stop       chan struct{}
+	done       chan struct{}
 
 	// closeOnce guards Close; closed is closed when Close starts.
 	closeOnce sync.Once
@@ -111,9 +101,6 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = klog.Background()
-	}
-	if opts.writeback == nil {
-		opts.writeback = startWriteback
 	}
 	var unsynced bool
 	if !opts.ReadOnly {
