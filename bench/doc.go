@@ -29,7 +29,10 @@
 // Pods (10, the cachectl binary make bench builds), whose rows hold
 // cachectl's time and peak RSS to the targets alone. The cold starts, the
 // ingest and the warm starts run -repeat times each, interleaved, and
-// their rows compare medians.
+// their rows compare medians. boltinformer's sync against the fake runs at
+// each N until its runs have listed as many objects as the one at the
+// largest N (peakRuns): its peak rows give the highest of them, and the
+// flat-heap rows compare peaks over as many GC cycles.
 //
 // The package measures and reports; it never changes the library's
 // behaviour to look better (each informer runs with its defaults unless a
