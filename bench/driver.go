@@ -285,17 +285,23 @@ func (d *driver) coldStart(ctx context.Context, source string, n int, target Tar
 		name := childName("cold", source, n, impl) + fmt.Sprintf("#%d", i)
 		d.progress("%s", name)
 		db := filepath.Join(d.work, fmt.Sprintf("cold-%s-%d-%d.db", source, n, i))
-		_, err := d.child(ctx, name, Spec{Scenario: ScenarioSync, Impl: impl, Target: target, SkipMemory: true, ExpectAdds: n, DB: db})
-		for _, f := range []string{db, cachefile.MarkerPath(db)} {
-			if rmErr := os.Remove(f); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) && err == nil {
-				err = rmErr
-			}
-		}
-		if err != nil {
+		if err := d.childOnNewFile(ctx, name, Spec{Scenario: ScenarioSync, Impl: impl, Target: target, SkipMemory: true, ExpectAdds: n, DB: db}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// childOnNewFile runs a child whose cache file (spec.DB) is of no use
+// after it, and removes that file and its unsynced marker.
+func (d *driver) childOnNewFile(ctx context.Context, name string, spec Spec) error {
+	_, err := d.child(ctx, name, spec)
+	for _, f := range []string{spec.DB, cachefile.MarkerPath(spec.DB)} {
+		if rmErr := os.Remove(f); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) && err == nil {
+			err = rmErr
+		}
+	}
+	return err
 }
 
 // peakRuns is how many times boltinformer's sync child runs at n: enough
@@ -318,17 +324,10 @@ func peakRuns(n int, ns []int) int {
 func (d *driver) peakRun(ctx context.Context, n int, target Target, control string, change, i int) error {
 	name := childName("sync", "fake", n, ImplBolt) + fmt.Sprintf("#%d", i)
 	d.progress("%s", name)
-	db := filepath.Join(d.work, fmt.Sprintf("sync-%d-%d.db", n, i))
-	_, err := d.child(ctx, name, Spec{
+	return d.childOnNewFile(ctx, name, Spec{
 		Scenario: ScenarioSync, Impl: ImplBolt, Target: target, Control: control,
-		ExpectAdds: n, RelistChange: change, DB: db,
+		ExpectAdds: n, RelistChange: change, DB: filepath.Join(d.work, fmt.Sprintf("sync-%d-%d.db", n, i)),
 	})
-	for _, f := range []string{db, cachefile.MarkerPath(db)} {
-		if rmErr := os.Remove(f); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) && err == nil {
-			err = rmErr
-		}
-	}
-	return err
 }
 
 // runFake runs scenarios 1-3, 5, 6 and 7 against the fake with n objects.
