@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,14 +26,23 @@ const (
 	mediaTypeProtobuf = "application/vnd.kubernetes.protobuf"
 
 	// eventsPerWorker is how many events each decode worker may be ahead of
-	// the consumer. More keeps the workers busy through a slow consumer,
-	// at about one decoded object of heap each.
-	eventsPerWorker = 4
+	// the consumer, and decodeAheadBytes how many bytes of encoded objects
+	// all of them may be ahead: whichever is reached first. The consumer
+	// of a relist stops reading while the store commits a page; a decoder
+	// with events to decode keeps working meanwhile. Each event ahead is
+	// about one decoded object of heap; the bytes bound it for large
+	// objects (a few events of 100 KB, not dozens).
+	eventsPerWorker  = 16
+	decodeAheadBytes = 256 << 10
 )
 
-// decodeWorkers is how many goroutines decode a watch's objects: one per
-// core the process may use.
-func decodeWorkers() int { return runtime.GOMAXPROCS(0) }
+// decodeWorkers is how many goroutines decode a watch's objects: one more
+// than the cores the process may use. The splitter, deliver and the
+// consumer block in turn on the body, on the decoders and on the store; the
+// extra decoder keeps the cores busy meanwhile (a cold start of 10,000
+// Pods on 2 cores took about 10% less time with 3 decoders and 48 events
+// ahead than with 2 and 8).
+func decodeWorkers() int { return runtime.GOMAXPROCS(0) + 1 }
 
 // parallelWatch is a watch.Interface over a WATCH response body. One
 // goroutine splits the body into watch events (metav1.WatchEvent: a type and
@@ -52,6 +62,49 @@ type parallelWatch struct {
 	haltOnce sync.Once
 	wg       sync.WaitGroup
 	logger   klog.Logger
+	// ahead counts the encoded bytes of the events read but not yet
+	// delivered.
+	ahead aheadBudget
+}
+
+// aheadBudget bounds the bytes of the events a watch has read ahead of its
+// consumer. One goroutine takes (the splitter), another gives back
+// (deliver). An event larger than the whole budget is still read, alone.
+type aheadBudget struct {
+	max  int64
+	used atomic.Int64
+	// freed holds a token when bytes were given back since the taker
+	// last looked.
+	freed chan struct{}
+}
+
+func newAheadBudget(max int64) aheadBudget {
+	return aheadBudget{max: max, freed: make(chan struct{}, 1)}
+}
+
+// take waits until n more bytes fit, or nothing is ahead, and takes them.
+// It reports false when done is closed first.
+func (b *aheadBudget) take(n int64, done <-chan struct{}) bool {
+	for {
+		if used := b.used.Load(); used == 0 || used+n <= b.max {
+			b.used.Add(n)
+			return true
+		}
+		select {
+		case <-b.freed:
+		case <-done:
+			return false
+		}
+	}
+}
+
+// give hands n bytes back.
+func (b *aheadBudget) give(n int64) {
+	b.used.Add(-n)
+	select {
+	case b.freed <- struct{}{}:
+	default:
+	}
 }
 
 // pendingEvent is one event on its way from the body to ResultChan. The
@@ -60,6 +113,7 @@ type parallelWatch struct {
 type pendingEvent struct {
 	typ     watch.EventType
 	raw     []byte
+	size    int64 // len(raw), taken from the ahead budget
 	decoder objectDecoder
 	obj     k8sruntime.Object
 	err     error
@@ -76,6 +130,7 @@ func newParallelWatch(ctx context.Context, body io.ReadCloser, scheme *k8sruntim
 		result: make(chan watch.Event),
 		done:   make(chan struct{}),
 		logger: klog.FromContext(ctx),
+		ahead:  newAheadBudget(decodeAheadBytes),
 	}
 	jobs := make(chan *pendingEvent, workers)
 	ordered := make(chan *pendingEvent, workers*eventsPerWorker)
@@ -174,6 +229,10 @@ func (w *parallelWatch) split(scheme *k8sruntime.Scheme, codecs k8sruntime.Negot
 				p.err = fmt.Errorf("got invalid watch event type: %v", got.Type)
 			}
 		}
+		p.size = int64(len(p.raw))
+		if !w.ahead.take(p.size, w.done) {
+			return
+		}
 		select {
 		case ordered <- p:
 		case <-w.done:
@@ -209,6 +268,7 @@ func (w *parallelWatch) deliver(ordered <-chan *pendingEvent) {
 		case <-w.done:
 			return
 		}
+		w.ahead.give(p.size)
 	}
 }
 
