@@ -66,13 +66,13 @@ type InformerOptions struct {
 	// it there on one of your own.
 	CopyStrings bool
 	// PageSize is the LIST page size of a relist (default
-	// reflector.DefaultPageSize, 30): the relist holds about two pages of
+	// reflector.DefaultPageSize, 50): the relist holds about two pages of
 	// decoded objects on the heap.
 	PageSize int64
 	// PageBytes shrinks a relist's pages below PageSize when the objects
 	// are large: a page then holds about PageBytes of them by their
-	// protobuf size (default reflector.DefaultPageBytes, 256 KiB: 28 Pods
-	// of 9.3 KB; negative: PageSize only). It keeps a relist's
+	// protobuf size (default reflector.DefaultPageBytes, 256 KiB: 50 Pods
+	// of 4.4 KB, 28 of 9.3 KB; negative: PageSize only). It keeps a relist's
 	// heap bounded whatever the objects weigh.
 	PageBytes int64
 	// WatchList chooses how a relist gets its snapshot.
