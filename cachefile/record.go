@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"sort"
 )
 
@@ -130,6 +131,17 @@ func EncodeRecord(key []byte, r *Record) ([]byte, error) {
 // 3). Only migrations write an older version; a v2 envelope has no place
 // for a compressed payload, so r must not have one.
 func EncodeRecordVersion(key []byte, r *Record, version uint8) ([]byte, error) {
+	return appendRecordVersion(nil, key, r, version)
+}
+
+// AppendRecord appends the encoding EncodeRecord gives to dst and returns
+// the extended slice; a writer that reuses its buffers passes one emptied
+// (dst[:0]) once bbolt no longer holds what it wrote.
+func AppendRecord(dst, key []byte, r *Record) ([]byte, error) {
+	return appendRecordVersion(dst, key, r, RecordVersion)
+}
+
+func appendRecordVersion(dst, key []byte, r *Record, version uint8) ([]byte, error) {
 	if version != 2 && version != 3 {
 		return nil, fmt.Errorf("encode record: envelope version %d, want 2 or 3", version)
 	}
@@ -143,7 +155,8 @@ func EncodeRecordVersion(key []byte, r *Record, version uint8) ([]byte, error) {
 			size += len(v) + 5
 		}
 	}
-	w := mpWriter{b: make([]byte, 0, size)}
+	start := len(dst)
+	w := mpWriter{b: slices.Grow(dst, size)}
 	w.arrayLen(envelopeFields(version))
 	w.uint(uint64(version))
 	w.str(r.RV)
@@ -165,7 +178,7 @@ func EncodeRecordVersion(key []byte, r *Record, version uint8) ([]byte, error) {
 			w.str(v)
 		}
 	}
-	return binary.BigEndian.AppendUint32(w.b, recordCRC(key, w.b)), nil
+	return binary.BigEndian.AppendUint32(w.b, recordCRC(key, w.b[start:])), nil
 }
 
 func recordCRC(key, envelope []byte) uint32 {

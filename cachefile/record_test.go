@@ -315,3 +315,28 @@ func FuzzRecordEnvelope(f *testing.F) {
 		}
 	})
 }
+
+// AppendRecord appends exactly what EncodeRecord gives, whatever dst
+// holds: the checksum covers the key and the new envelope only.
+func TestAppendRecordAppendsTheEncoding(t *testing.T) {
+	r := &Record{RV: "42", UID: "u-1", Codec: 1, APIVersion: "v1", Kind: "Pod", Payload: bytes.Repeat([]byte("p"), 300),
+		Index: []IndexValues{{Name: "namespace", Values: []string{"ns"}}}}
+	key := []byte("ns/pod")
+	want, err := EncodeRecord(key, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dst := range [][]byte{nil, {}, []byte("already here"), make([]byte, 0, 4096)} {
+		prefix := bytes.Clone(dst)
+		got, err := AppendRecord(dst, key, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got[:len(prefix)], prefix) || !bytes.Equal(got[len(prefix):], want) {
+			t.Fatalf("AppendRecord(%q) = %q, want %q then %q", prefix, got, prefix, want)
+		}
+		if _, err := DecodeRecord(key, got[len(prefix):]); err != nil {
+			t.Fatalf("the appended record does not decode: %v", err)
+		}
+	}
+}

@@ -65,6 +65,8 @@ func (s *Store) ApplyWith(ops []Op, rv string, opts ApplyOptions) ([]Change, err
 	if err != nil {
 		return nil, fmt.Errorf("op %d: %w", i, err)
 	}
+	// After the write, and after the decodes deferred below.
+	defer releaseEncodings(prepared)
 	keys := opKeys(prepared)
 	changes := make([]Change, len(ops))
 	olds := make([]*cachefile.Record, len(ops))
@@ -199,6 +201,7 @@ func (s *Store) ApplyListPage(ops []Op) ([]Change, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list item %d: %w", i, err)
 	}
+	defer releaseEncodings(prepared) // after the write
 	keys := opKeys(prepared)
 	changes := make([]Change, len(ops))
 	olds := make([]*cachefile.Record, len(ops))

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"maps"
 	"math/rand"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/cachefile"
@@ -153,5 +155,59 @@ func TestFinishRelistDeletesExactlyTheUnseen(t *testing.T) {
 			}
 			boltstoretest.Verify(t, s)
 		})
+	}
+}
+
+// TestRecordBuffersOutliveTheirWrite: records are encoded in pooled
+// buffers that go back to the pool after each write. Pages and watch
+// batches of objects of varied sizes, one after the other, each reusing
+// the last one's buffers, leave every object stored as it was written.
+func TestRecordBuffersOutliveTheirWrite(t *testing.T) {
+	s := boltstoretest.Open(t, "pods", podOpts())
+	rng := rand.New(rand.NewSource(7))
+	want := map[string]*v1.Pod{}
+	pod := func(i, rv int) *v1.Pod {
+		p := testutil.Pod("a", fmt.Sprintf("p%04d", i), fmt.Sprint(rv), testutil.Label("app", strings.Repeat("x", 1+rng.Intn(2000))), testutil.Node(fmt.Sprintf("n%d", i%7)))
+		want["a/"+p.Name] = p
+		return p
+	}
+	if err := s.BeginRelist("test"); err != nil {
+		t.Fatal(err)
+	}
+	rv := 1
+	for page := range 12 {
+		objs := make([]interface{}, 40)
+		for j := range objs {
+			rv++
+			objs[j] = pod(page*40+j, rv)
+		}
+		if _, err := s.ApplyListPage(upserts(objs...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.FinishRelist(fmt.Sprint(rv)); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		ops := make([]boltstore.Op, 60)
+		for j := range ops {
+			rv++
+			ops[j] = boltstore.Op{Type: boltstore.OpUpsert, Obj: pod(rng.Intn(480), rv)}
+		}
+		if _, err := s.Apply(ops, fmt.Sprint(rv)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	for key, p := range want {
+		got, ok, err := s.GetByKey(key)
+		if err != nil || !ok {
+			t.Fatalf("%s: %v, %v", key, ok, err)
+		}
+		if g := got.(*v1.Pod); g.ResourceVersion != p.ResourceVersion || g.Labels["app"] != p.Labels["app"] {
+			t.Fatalf("%s is at RV %s with a label of %d bytes, want RV %s and %d bytes", key, g.ResourceVersion, len(g.Labels["app"]), p.ResourceVersion, len(p.Labels["app"]))
+		}
 	}
 }
