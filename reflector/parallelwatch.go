@@ -41,7 +41,7 @@ const (
 // than the cores the process may use. The splitter, deliver and the
 // consumer block in turn on the body, on the decoders and on the store;
 // the extra decoder gets the cores meanwhile (a cold start of 10,000 Pods
-// on 2 cores took 2-3% less time with 3 than with 2, in three sets of
+// on 2 cores took 2-3% less time with 3 than with 2, in two sets of
 // interleaved runs).
 func decodeWorkers() int { return runtime.GOMAXPROCS(0) + 1 }
 
