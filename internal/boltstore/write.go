@@ -142,7 +142,7 @@ const maxPooledRecord = 64 << 10
 // committed or rolled back, bbolt holds none of them any more.
 func releaseEncodings(prepared []*op) {
 	for _, o := range prepared {
-		if o == nil || o.encBuf == nil {
+		if o.encBuf == nil { // a delete
 			continue
 		}
 		if cap(o.enc) <= maxPooledRecord {
