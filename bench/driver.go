@@ -279,12 +279,15 @@ func childName(parts ...any) string {
 // cold start would otherwise leave 450 MB each on disk and in the page
 // cache for the rest of the run. Repeated, they give scenario 3's medians
 // (one run swings by ±15% on a shared 2-core machine) and the reference of
-// the warm restart.
+// the warm restart. Each starts on an idle machine (settle).
 func (d *driver) coldStart(ctx context.Context, source string, n int, target Target, i int) error {
 	for _, impl := range []string{ImplClientGo, ImplBolt} {
 		name := childName("cold", source, n, impl) + fmt.Sprintf("#%d", i)
 		d.progress("%s", name)
 		db := filepath.Join(d.work, fmt.Sprintf("cold-%s-%d-%d.db", source, n, i))
+		if err := d.settle(ctx, name); err != nil {
+			return err
+		}
 		if err := d.childOnNewFile(ctx, name, Spec{Scenario: ScenarioSync, Impl: impl, Target: target, SkipMemory: true, ExpectAdds: n, DB: db}); err != nil {
 			return err
 		}

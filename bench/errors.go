@@ -16,3 +16,6 @@ var ErrBadLimit = errors.New("bad memory limit")
 
 // ErrBadConfig is returned for a Config value out of range.
 var ErrBadConfig = errors.New("bad bench configuration")
+
+// ErrBadProcFile is returned for a /proc file this package cannot parse.
+var ErrBadProcFile = errors.New("unexpected /proc file contents")

@@ -149,6 +149,9 @@ func (d *driver) runReal(ctx context.Context) error {
 		}{{"warm", false}, {"warm-noreplay", true}} {
 			name := childName(w.kind, "real", n, ImplBolt) + fmt.Sprintf("#%d", i)
 			d.progress("%s", name)
+			if err := d.settle(ctx, name); err != nil {
+				return err
+			}
 			if err := measure(name, func() error {
 				_, err := d.child(ctx, name, Spec{Scenario: ScenarioSync, Impl: ImplBolt, Target: target,
 					DB: filepath.Join(d.work, fmt.Sprintf("%s-%d.db", w.kind, i)), SkipMemory: true,
