@@ -11,3 +11,6 @@ import (
 func (inf *Informer) HandleForTest(ctx context.Context, deltas []cache.Delta) error {
 	return inf.handle(ctx, deltas)
 }
+
+// MaxPendingForTest is the largest backlog among the informer's handlers.
+func (inf *Informer) MaxPendingForTest() int { return inf.processor.MaxPending() }

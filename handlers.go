@@ -1,6 +1,7 @@
 package boltinformer
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -58,7 +59,10 @@ func (inf *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandl
 		start := inf.clock.Now()
 		// The warm start's replay, decoding on every core; a record that
 		// does not decode fails the registration, naming its key.
+		pace, page := handlerPace{inf: inf, what: "replay"}, inf.replayPacePage()
 		err := inf.store.Replay(func(obj interface{}) error {
+			// Not stopped by Run's context: paceTimeout bounds the wait.
+			pace.wait(context.Background(), page-1, page/2)
 			return l.Add(processor.Add{Obj: obj, IsInInitialList: true})
 		}, func(_ string, err error) error { return err })
 		if err != nil {

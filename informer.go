@@ -65,6 +65,10 @@ type Informer struct {
 	// abandoned is set when a batch could not be applied before shutdown:
 	// nothing queued after it may be applied, or the RV would skip it.
 	abandoned atomic.Bool
+
+	// listPace paces the relist in progress on the handlers; the process
+	// loop resets it when a relist starts and is its only user.
+	listPace handlerPace
 }
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)
@@ -145,6 +149,7 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 			Logger:       &logger,
 		}),
 	}
+	inf.listPace = handlerPace{inf: inf, what: "relist"}
 	inf.metrics = c.metrics.forStore(inf)
 	c.informers[opts.StoreName] = inf
 	if c.admin != nil {

@@ -295,7 +295,9 @@ func (inf *Informer) checkStoredRecords(logger klog.Logger) (ok, rebuilt bool) {
 func (inf *Informer) replayStored(ctx context.Context, logger klog.Logger, p *pipeline) bool {
 	start, n := inf.clock.Now(), 0
 	var damaged []string
+	pace, page := handlerPace{inf: inf, what: "replay"}, inf.replayPacePage()
 	err := inf.store.Replay(func(obj interface{}) error {
+		pace.wait(ctx, page-1, page/2)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -276,6 +276,7 @@ func (l *Listener) run() {
 // the listener's HasSynced stays false, as in client-go.
 func (l *Listener) deliver(n Notification) (panicked bool) {
 	backlog := l.queued.Add(-1)
+	l.processor.backlogDecreased()
 	if backlog > InitialBufferSize {
 		start := l.clock.Now()
 		defer func() {

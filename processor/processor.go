@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/tools/cache"
@@ -92,6 +93,14 @@ type Processor struct {
 
 	// wg counts every listener goroutine ever started; Run waits for it.
 	wg sync.WaitGroup
+
+	// backlogWaiters counts the WaitBacklog calls in progress; while it is
+	// not zero, every delivery, removal and stop signals backlogShrunk.
+	backlogWaiters atomic.Int32
+	// backlogMu guards backlogShrunk, a channel closed and replaced each
+	// time a backlog shrinks while someone waits.
+	backlogMu     sync.Mutex
+	backlogShrunk chan struct{}
 }
 
 // New returns a processor with no listeners. Nothing runs until Run.
@@ -102,6 +111,7 @@ func New(opts Options) *Processor {
 		defaultResyncPeriod: opts.ResyncPeriod,
 		listeners:           make(map[*Listener]struct{}),
 		started:             make(chan struct{}),
+		backlogShrunk:       make(chan struct{}),
 		resyncCheckPeriod:   opts.ResyncPeriod,
 	}
 	if p.clock == nil {
@@ -200,6 +210,7 @@ func (p *Processor) RemoveListener(l *Listener) error {
 		// Never started: nothing will ever close runDone otherwise.
 		close(l.runDone)
 	}
+	p.backlogDecreased()
 	return nil
 }
 
@@ -287,6 +298,7 @@ func (p *Processor) stop() {
 	}
 	clear(p.listeners)
 	p.state = stateStopped
+	p.backlogDecreased()
 }
 
 // startLocked starts l's goroutines; the sync watcher only once the caller
@@ -321,6 +333,52 @@ func (p *Processor) NumListeners() int {
 	p.listenersLock.RLock()
 	defer p.listenersLock.RUnlock()
 	return len(p.listeners)
+}
+
+// WaitBacklog waits until no listener has more than n notifications whose
+// handler call has not started (MaxPending() <= n), and reports whether
+// that happened. It gives up, returning false, after timeout or once ctx is
+// done. A removed listener's backlog no longer counts.
+//
+// Distribute never waits for a handler, as in client-go; WaitBacklog is for
+// a caller that holds the only copies of the objects it distributes and
+// would rather pace itself than let a slow handler's backlog grow.
+func (p *Processor) WaitBacklog(ctx context.Context, n int, timeout time.Duration) bool {
+	if p.MaxPending() <= n {
+		return true
+	}
+	// Registered before the backlog is read again: a delivery that
+	// shrinks it after that read sees the waiter and signals.
+	p.backlogWaiters.Add(1)
+	defer p.backlogWaiters.Add(-1)
+	t := p.clock.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		p.backlogMu.Lock()
+		shrunk := p.backlogShrunk
+		p.backlogMu.Unlock()
+		if p.MaxPending() <= n {
+			return true
+		}
+		select {
+		case <-shrunk:
+		case <-t.C():
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// backlogDecreased wakes the WaitBacklog calls in progress, if any.
+func (p *Processor) backlogDecreased() {
+	if p.backlogWaiters.Load() == 0 {
+		return
+	}
+	p.backlogMu.Lock()
+	defer p.backlogMu.Unlock()
+	close(p.backlogShrunk)
+	p.backlogShrunk = make(chan struct{})
 }
 
 // MaxPending returns the largest backlog among the listeners: the
