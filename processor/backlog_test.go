@@ -10,10 +10,34 @@ import (
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
-// gated is a handler whose calls each wait for a token.
-func gated() (*recorder, chan struct{}) {
-	tokens := make(chan struct{}, 1024)
-	return &recorder{hook: func(event) { <-tokens }}, tokens
+// blocked runs p with one listener whose handler calls each wait for a
+// token, distributes n adds and returns once the first call waits: n-1
+// notifications wait behind it. The test's end releases every call; stop
+// stops p (it returns once the call in progress has).
+func blocked(t *testing.T, p *Processor, n int) (l *Listener, tokens chan struct{}, stop func()) {
+	t.Helper()
+	tokens = make(chan struct{}, 1024)
+	l = addListener(t, p, &recorder{hook: func(event) { <-tokens }}, ListenerOptions{})
+	stop = runProcessor(t, p)
+	t.Cleanup(func() { close(tokens) })
+	for i := range n {
+		p.Distribute(Add{Obj: i})
+	}
+	testutil.Eventually(t, "the first call to start", waitTimeout, func() bool { return l.Len() == n-1 })
+	return l, tokens, stop
+}
+
+// awaitResult fails the test unless res gives want within waitTimeout.
+func awaitResult(t *testing.T, res <-chan bool, want bool, what string) {
+	t.Helper()
+	select {
+	case got := <-res:
+		if got != want {
+			t.Fatalf("WaitBacklog = %v, want %v: %s", got, want, what)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatalf("WaitBacklog did not return: %s", what)
+	}
 }
 
 // waitBacklogAsync runs WaitBacklog in a goroutine; its result arrives on
@@ -26,15 +50,7 @@ func waitBacklogAsync(ctx context.Context, p *Processor, n int, timeout time.Dur
 
 func TestWaitBacklogReturnsOnceTheHandlerCatchesUp(t *testing.T) {
 	p := New(Options{})
-	h, tokens := gated()
-	l := addListener(t, p, h, ListenerOptions{})
-	runProcessor(t, p)
-	t.Cleanup(func() { close(tokens) })
-	for i := range 10 {
-		p.Distribute(Add{Obj: i})
-	}
-	// The first call waits for its token; nine wait behind it.
-	testutil.Eventually(t, "the first call to start", waitTimeout, func() bool { return l.Len() == 9 })
+	l, tokens, _ := blocked(t, p, 10)
 
 	res := waitBacklogAsync(context.Background(), p, 3, waitTimeout)
 	never(t, 50*time.Millisecond, func() bool { return len(res) > 0 }, "WaitBacklog returned with 9 notifications waiting")
@@ -42,14 +58,7 @@ func TestWaitBacklogReturnsOnceTheHandlerCatchesUp(t *testing.T) {
 	for range 6 {
 		tokens <- struct{}{}
 	}
-	select {
-	case ok := <-res:
-		if !ok {
-			t.Fatal("WaitBacklog = false, want true: the backlog came down to 3")
-		}
-	case <-time.After(waitTimeout):
-		t.Fatal("WaitBacklog did not return once the backlog came down to 3")
-	}
+	awaitResult(t, res, true, "the backlog came down to 3")
 	if got := l.Len(); got > 3 {
 		t.Fatalf("WaitBacklog returned with a backlog of %d, want at most 3", got)
 	}
@@ -58,51 +67,24 @@ func TestWaitBacklogReturnsOnceTheHandlerCatchesUp(t *testing.T) {
 func TestWaitBacklogGivesUpAfterItsTimeout(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
 	p := New(Options{Clock: clk})
-	h, tokens := gated()
-	l := addListener(t, p, h, ListenerOptions{})
-	runProcessor(t, p)
-	t.Cleanup(func() { close(tokens) })
-	for i := range 3 {
-		p.Distribute(Add{Obj: i})
-	}
-	testutil.Eventually(t, "the first call to start", waitTimeout, func() bool { return l.Len() == 2 })
+	blocked(t, p, 3)
 
 	res := waitBacklogAsync(context.Background(), p, 0, time.Second)
 	testutil.Eventually(t, "WaitBacklog to set its timer", waitTimeout, clk.HasWaiters)
 	clk.Step(999 * time.Millisecond)
 	never(t, 50*time.Millisecond, func() bool { return len(res) > 0 }, "WaitBacklog returned before its timeout")
 	clk.Step(time.Millisecond)
-	select {
-	case ok := <-res:
-		if ok {
-			t.Fatal("WaitBacklog = true with the handler blocked, want false")
-		}
-	case <-time.After(waitTimeout):
-		t.Fatal("WaitBacklog did not give up at its timeout")
-	}
+	awaitResult(t, res, false, "the handler is blocked past the timeout")
 }
 
 func TestWaitBacklogStopsWithItsContext(t *testing.T) {
 	p := New(Options{})
-	h, tokens := gated()
-	l := addListener(t, p, h, ListenerOptions{})
-	runProcessor(t, p)
-	t.Cleanup(func() { close(tokens) })
-	p.Distribute(Add{Obj: 1})
-	p.Distribute(Add{Obj: 2})
-	testutil.Eventually(t, "the first call to start", waitTimeout, func() bool { return l.Len() == 1 })
+	blocked(t, p, 2)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	res := waitBacklogAsync(ctx, p, 0, waitTimeout)
 	cancel()
-	select {
-	case ok := <-res:
-		if ok {
-			t.Fatal("WaitBacklog = true with the handler blocked, want false")
-		}
-	case <-time.After(waitTimeout):
-		t.Fatal("WaitBacklog did not return when its context was cancelled")
-	}
+	awaitResult(t, res, false, "its context was cancelled with the handler blocked")
 }
 
 // A removed listener, or a stopped processor's, is not waited for.
@@ -110,14 +92,7 @@ func TestWaitBacklogStopsWaitingForARemovedListener(t *testing.T) {
 	for _, how := range []string{"removed", "stopped"} {
 		t.Run(how, func(t *testing.T) {
 			p := New(Options{})
-			h, tokens := gated()
-			l := addListener(t, p, h, ListenerOptions{})
-			stop := runProcessor(t, p)
-			t.Cleanup(func() { close(tokens) })
-			for i := range 5 {
-				p.Distribute(Add{Obj: i})
-			}
-			testutil.Eventually(t, "the first call to start", waitTimeout, func() bool { return l.Len() == 4 })
+			l, tokens, stop := blocked(t, p, 5)
 
 			res := waitBacklogAsync(context.Background(), p, 0, waitTimeout)
 			never(t, 20*time.Millisecond, func() bool { return len(res) > 0 }, "WaitBacklog returned with 4 notifications waiting")
@@ -129,14 +104,7 @@ func TestWaitBacklogStopsWaitingForARemovedListener(t *testing.T) {
 				// Run returns once the handler call in progress does.
 				go stop()
 			}
-			select {
-			case ok := <-res:
-				if !ok {
-					t.Fatal("WaitBacklog = false, want true: no listener is left")
-				}
-			case <-time.After(waitTimeout):
-				t.Fatalf("WaitBacklog still waiting for a %s listener", how)
-			}
+			awaitResult(t, res, true, "no listener is left, the one there was "+how)
 			tokens <- struct{}{}
 		})
 	}
