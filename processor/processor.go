@@ -32,8 +32,8 @@ type Options struct {
 	// resyncs, whatever its handlers ask for.
 	ResyncPeriod time.Duration
 
-	// Clock drives the resync schedule, the panic backoff and slow-handler
-	// logging. Nil means the real clock.
+	// Clock drives the resync schedule, the panic backoff, slow-handler
+	// logging and WaitBacklog's timeout. Nil means the real clock.
 	Clock clock.Clock
 
 	// Logger is the default logger of the processor and its listeners. Nil
