@@ -11,8 +11,8 @@ import (
 
 // A timed run starts on an idle machine. A server keeps working after its
 // client has gone: kube-apiserver, after streaming 96 MB to client-go's
-// informer over HTTP/2, collects its heap and tears the stream down for
-// about a second at a core and more. The interleaved runs take turns, so
+// informer over HTTP/2, goes on using a core and more for about a second
+// (its CPU time, sampled from /proc). The interleaved runs take turns, so
 // without a pause the one that follows client-go's always shared the two
 // cores with that work, and the other never did. Before each timed run the
 // driver waits until the machine has been quiet for idleWindows windows in
