@@ -67,7 +67,7 @@ type Informer struct {
 	abandoned atomic.Bool
 
 	// listPace paces the relist in progress on the handlers; the process
-	// loop resets it when a relist starts and is its only user.
+	// loop turns it back on when a relist starts and is its only user.
 	listPace handlerPace
 }
 

@@ -82,7 +82,7 @@ func (inf *Informer) handleRun(ctx context.Context, run []cache.Delta) error {
 		return inf.resync()
 	case deltafifo.ListStart:
 		info, _ := run[0].Object.(deltafifo.ListStartInfo)
-		inf.listPace = handlerPace{inf: inf, what: "relist"}
+		inf.listPace.off = false
 		return inf.retry(ctx, "begin relist", func() error { return inf.store.BeginRelist(info.Reason) })
 	case deltafifo.ListComplete:
 		info, _ := run[0].Object.(deltafifo.ListCompleteInfo)
