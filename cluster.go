@@ -46,14 +46,13 @@ func clusterBackoff() wait.Backoff {
 }
 
 // checkCluster records the cluster's identity in the store before Run reads
-// the stored RV (DESIGN invariant 8). When the store belonged to another
-// cluster it is emptied, and the reason the first relist must give is
-// returned. Without Options.ClusterIdentity it does nothing: the resume
+// the stored RV (docs/design.md, invariant 8). When the store belonged to
+// another cluster it is emptied, and the reason the first relist must give
+// is returned. Without Options.ClusterIdentity it does nothing: the resume
 // check against the cluster's current RV is then the only protection. It
 // retries a failing ClusterIdentityFunc until ctx is done and returns
-// ok=false then; the informer must not start without knowing the cluster.
-// An informer that has already started (or stopped) is left to Run to
-// refuse.
+// ok=false then; the informer must not start without knowing the cluster. An
+// informer that has already started (or stopped) is left to Run to refuse.
 func (inf *Informer) checkCluster(ctx context.Context) (reason reflector.RelistReason, ok bool) {
 	identity := inf.clusterIdentity
 	inf.startedMu.Lock()

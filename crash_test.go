@@ -59,7 +59,8 @@ func crashChild() int {
 }
 
 // TestCrashAtRandomPoints kills an informer process at random points and
-// checks DESIGN invariants 1–4 on what it left, then resumes and converges.
+// checks invariants 1–4 of docs/design.md on what it left, then resumes
+// and converges.
 func TestCrashAtRandomPoints(t *testing.T) {
 	seeds := 6
 	if testing.Short() {

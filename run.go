@@ -258,10 +258,10 @@ func (inf *Informer) newPipelineLocked(logger klog.Logger, clusterRelist reflect
 
 // checkStoredRecords verifies every stored record's checksum before the
 // informer resumes from the stored RV, so that a damaged record is never
-// served as data (DESIGN invariant 7). It reports whether the informer may
-// start; on damage it follows OnCorruption: fail (the informer does not
-// start and says why), or rebuild (the store is emptied and relists).
-// The caller holds startedMu.
+// served as data (docs/design.md, invariant 7). It reports whether the
+// informer may start; on damage it follows OnCorruption: fail (the informer
+// does not start and says why), or rebuild (the store is emptied and
+// relists). The caller holds startedMu.
 func (inf *Informer) checkStoredRecords(logger klog.Logger) (ok, rebuilt bool) {
 	err := inf.store.CheckRecords()
 	if err == nil {

@@ -88,7 +88,8 @@ func syncedFile(t *testing.T) string {
 // TestIndexerWritesNeverMoveTheWatermark: writes through GetIndexer() and
 // GetStore(), forward (an object at RV 999999) and back (an older object),
 // leave the stored RV to the pipeline, so the next start resumes its watch
-// from the RV the watch reached, not a forged one (DESIGN invariant 6).
+// from the RV the watch reached, not a forged one (docs/design.md,
+// invariant 6).
 func TestIndexerWritesNeverMoveTheWatermark(t *testing.T) {
 	path := syncedFile(t)
 	lw := newRecordingLW("10")

@@ -37,7 +37,7 @@ type ApplyOptions struct {
 
 // Apply performs ops in order and moves the store's RV to rv (when rv is
 // newer than the stored one and no relist is in progress), all in one
-// transaction (DESIGN invariant 1). An upsert at or below the stored
+// transaction (docs/design.md, invariant 1). An upsert at or below the stored
 // object's RV, and a delete of an absent key or of an object stored at a
 // newer RV, change nothing and report Unchanged (invariant 2). Changes
 // come back in op order with the previous objects decoded. Bad input (key

@@ -29,7 +29,7 @@ func (s *Store) Cluster() (string, error) {
 // SetCluster records id as the cluster the store's RV belongs to, in one
 // write transaction. A store that recorded another cluster is emptied first
 // in that transaction: its RV and objects mean nothing on this one, and the
-// informer must relist (DESIGN invariant 8). A store that recorded no
+// informer must relist (docs/design.md, invariant 8). A store that recorded no
 // cluster (written before identities were kept, or by an informer given
 // none) keeps its contents and adopts id: only the resume check against the
 // cluster's current RV protects that first start.

@@ -11,7 +11,8 @@ import (
 	"github.com/boltinformer/boltinformer/encryption"
 )
 
-// benchPod is a Pod of about 8 KB in protobuf, the size DESIGN.md measures by.
+// benchPod is a Pod of about 8 KB in protobuf, the size the codec figures of
+// docs/design.md were measured on.
 func benchPod() *v1.Pod {
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", ResourceVersion: "1", Labels: map[string]string{}, Annotations: map[string]string{}}}
 	for i := range 40 {

@@ -26,7 +26,7 @@ import (
 // never the stored resourceVersion: that watermark belongs to the informer's
 // pipeline (Apply, the relist protocol and Bookmark), and a write from
 // elsewhere that moved it would make the next start resume from a forged
-// RV and lose events (DESIGN invariant 6). The root package's informer
+// RV and lose events (docs/design.md, invariant 6). The root package's informer
 // hands this store out as is (Store, GetStore, GetIndexer, as the public
 // boltindexer.Store): these writes go through and change the objects its
 // handlers and listers see, and leave its watermark alone.

@@ -23,10 +23,10 @@ const (
 )
 
 // Replay calls fn for every object in key order; it is the warm-start
-// replay, and it doubles as the check of every record (DESIGN invariant
-// 7): a record that does not decode (checksum, envelope or payload) is
-// never handed to fn. Instead damaged is called with its key and the
-// error, naming store and key; the walk goes on when damaged returns nil
+// replay, and it doubles as the check of every record (docs/design.md,
+// invariant 7): a record that does not decode (checksum, envelope or
+// payload) is never handed to fn. Instead damaged is called with its key and
+// the error, naming store and key; the walk goes on when damaged returns nil
 // and stops with its error otherwise. fn's error stops the walk too.
 //
 // It is a streaming walk, like ForEach: the records are taken in chunks

@@ -129,7 +129,8 @@ func TestCodecRoundTripEveryType(t *testing.T) {
 }
 
 // TestCodecKeepsQuantityAndManagedFields pins the two losses that naive
-// msgpack of typed structs has (DESIGN: Quantity and FieldsV1).
+// msgpack of typed structs has (docs/design.md, "Measured": Quantity and
+// FieldsV1).
 func TestCodecKeepsQuantityAndManagedFields(t *testing.T) {
 	pod := &v1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},

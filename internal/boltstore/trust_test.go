@@ -185,8 +185,8 @@ func relist(t testing.TB, s *boltstore.Store, list []interface{}, rv string) {
 
 // TestClientGoWritesLeaveTheWatermark: Add, Update, Delete, Replace and
 // Bookmark through the cache.Indexer interface never move the stored RV,
-// forward or back (DESIGN invariant 6), while LastStoreSyncResourceVersion
-// follows client-go's meaning.
+// forward or back (docs/design.md, invariant 6), while
+// LastStoreSyncResourceVersion follows client-go's meaning.
 func TestClientGoWritesLeaveTheWatermark(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
 	s, err := boltstore.Open(path, "pods", cachefile.Options{NoSync: true}, podOpts())

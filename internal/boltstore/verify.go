@@ -9,7 +9,7 @@ import (
 
 // Verify checks the store as cachefile.CheckTx does and also decodes every
 // payload and re-runs the registered IndexFuncs, comparing their values with
-// the stored ones (DESIGN invariant 4). It returns an error wrapping
+// the stored ones (docs/design.md, invariant 4). It returns an error wrapping
 // ErrInconsistent that lists the first problem. It reads every record in
 // one read transaction and gives the file's pages back every
 // verifyReleaseEvery records (cachefile.ReleaseMappedTx), so a check of a

@@ -105,11 +105,11 @@ func kubeSystemUID(t *testing.T, cl *client) string {
 	return id
 }
 
-// TestClusterReplaced moves a cache file between two clusters (DESIGN
-// invariant 8): the shared one ("busy") and a fresh one on a new etcd data
-// directory ("fresh") that holds fewer objects at lower RVs, some with the
-// busy cluster's keys. The namespace has the same name on both, so the
-// store's identity (type, namespace, selectors) is the same.
+// TestClusterReplaced moves a cache file between two clusters
+// (docs/design.md, invariant 8): the shared one ("busy") and a fresh one on
+// a new etcd data directory ("fresh") that holds fewer objects at lower RVs,
+// some with the busy cluster's keys. The namespace has the same name on
+// both, so the store's identity (type, namespace, selectors) is the same.
 //
 //   - RV ahead: a file synced on the busy cluster, started without a
 //     ClusterIdentity on the fresh one, would WATCH from an RV the fresh
