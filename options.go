@@ -14,8 +14,8 @@ import (
 // commit): events queued while a commit waits for fsync go into the next
 // one. Large enough that the fsync costs little per event (make bench,
 // scenario 5). A relist commits at most PageSize objects at a time, so a
-// cold sync of 50k Pods keeps its Go heap under 16 MB and fits a 32 MiB
-// container with the file's page cache (scenarios 2 and 9).
+// cold sync's Go heap stays bounded whatever the number of objects and
+// fits a small container with the file's page cache (scenarios 2 and 9).
 const DefaultBatchSize = 500
 
 // InformerOptions configure one informer.
@@ -56,14 +56,14 @@ type InformerOptions struct {
 	HotCacheBytes int64
 	// CopyStrings makes the objects the informer's store returns (its
 	// listers, GetIndexer, the old object of an update) hold strings of
-	// their own. By default an object's strings share one buffer, a copy
-	// of its protobuf encoding: reads allocate less and run faster, but a
-	// string kept after its object is dropped keeps that buffer (a Pod:
-	// 4 KB) alive. Set it when handlers keep small parts of many objects
-	// for long, or strings.Clone what they keep. The objects of WATCH
-	// events come from the ListerWatcher: the factories set the same on
-	// the reflector.ListWatch they make (ListWatchOptions.CopyStrings); set
-	// it there on one of your own.
+	// their own. By default an object's strings share one buffer, a copy of
+	// its protobuf encoding: reads allocate less and run faster, but a
+	// string kept after its object is dropped keeps that buffer (about the
+	// object's protobuf size) alive. Set it when handlers keep small parts
+	// of many objects for long, or strings.Clone what they keep. The objects
+	// of WATCH events come from the ListerWatcher: the factories set the
+	// same on the reflector.ListWatch they make
+	// (ListWatchOptions.CopyStrings); set it there on one of your own.
 	CopyStrings bool
 	// PageSize is the LIST page size of a relist (default
 	// reflector.DefaultPageSize, 50): the relist holds about two pages of

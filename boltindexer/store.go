@@ -48,10 +48,11 @@ type StoreOptions struct {
 	// its own, as generated protobuf Unmarshal makes them. By default the
 	// strings and byte slices of an object read share one buffer, a copy
 	// of its protobuf encoding (internal/protodecode): a read allocates a
-	// third of the objects and runs about a quarter faster, but a string
-	// kept after its object is dropped keeps that whole buffer (a Pod:
-	// 4 KB) alive. Set it when the code reading keeps small parts (names,
-	// labels) of many objects for long, or strings.Clone what it keeps.
+	// third as often or less, and runs faster for it, but a string kept
+	// after its object is dropped keeps that whole buffer (about the
+	// object's protobuf size) alive. Set it when the code reading keeps
+	// small parts (names, labels) of many objects for long, or
+	// strings.Clone what it keeps.
 	CopyStrings bool
 }
 

@@ -413,8 +413,9 @@ func guard(path string, fn func() error) (err error) {
 // record is 1.5–4 KB, and bbolt gives each node at least two elements, so
 // with 4 KB pages most leaves took two pages for two records. With 8 KB
 // pages filled to 90% (bbolt's default is 50%, meant for random inserts
-// into small values) a leaf holds three or four, and a 10k-Pod file shrank
-// from 0.99x to 0.66x of the protobuf wire size (benchreport -only sync).
+// into small values) a leaf holds three or four, and a file of Pods is
+// much smaller (make bench, scenario 7: the file's size per object against
+// the protobuf wire size).
 // An existing file keeps the page size it was created with.
 const (
 	// PageSize is the bbolt page size of a new file.
@@ -423,6 +424,6 @@ const (
 	// bucket before it splits it (set on every transaction's handle).
 	ObjectsFillPercent = 0.9
 	// AllocSize is how much bbolt grows the file at a time once it is past
-	// that size (bbolt's default, 16 MiB, was a third of a 10k-Pod file).
+	// that size (bbolt's default, 16 MiB, is a large part of a small file).
 	AllocSize = 4 << 20
 )

@@ -81,7 +81,7 @@ func (d objectDecoder) decode(raw []byte) (runtime.Object, []byte, error) {
 
 // envelope is a protobuf object's runtime.Unknown envelope, read in place:
 // payload is a part of the bytes read, not a copy (runtime.Unknown's
-// Unmarshal copies it, 4 KB for a Pod).
+// Unmarshal copies it: the object's whole encoding).
 type envelope struct {
 	apiVersion, kind             string
 	payload                      []byte

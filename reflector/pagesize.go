@@ -1,8 +1,8 @@
 package reflector
 
 // sizeSampleEvery is how often pageSizer measures an object: one in 8, the
-// first included. Measuring walks the whole object (a few µs for a Pod);
-// sampling keeps it a small fraction of decoding it.
+// first included. Measuring walks the whole object; sampling keeps it a
+// small fraction of decoding it.
 const sizeSampleEvery = 8
 
 // sizer is implemented by the generated protobuf types of the Kubernetes

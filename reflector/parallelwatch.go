@@ -30,9 +30,9 @@ const (
 	// all of them may be ahead: whichever is reached first. More keeps the
 	// workers busy through a slow consumer, at about one decoded object of
 	// heap each; the bytes bound that for large objects (two events of
-	// 100 KB ahead, not a dozen). 16 events per worker made a cold start
-	// of 10,000 Pods about 12% faster on 2 cores, but raised its peak heap
-	// by 1.5 MB (the relist pages are what the heap bound is spent on).
+	// 100 KB ahead, not a dozen). More events per worker made the cold
+	// start (make bench, scenario 3) faster but raised its peak heap
+	// (scenario 2): the relist pages are what the heap bound is spent on.
 	eventsPerWorker  = 4
 	decodeAheadBytes = 256 << 10
 )
@@ -40,9 +40,8 @@ const (
 // decodeWorkers is how many goroutines decode a watch's objects: one more
 // than the cores the process may use. The splitter, deliver and the
 // consumer block in turn on the body, on the decoders and on the store;
-// the extra decoder gets the cores meanwhile (a cold start of 10,000 Pods
-// on 2 cores took 2-3% less time with 3 than with 2, in two sets of
-// interleaved runs).
+// the extra decoder gets the cores meanwhile (make bench's cold start,
+// scenario 3, compared it with one decoder per core).
 func decodeWorkers() int { return runtime.GOMAXPROCS(0) + 1 }
 
 // parallelWatch is a watch.Interface over a WATCH response body. One

@@ -7,11 +7,12 @@ import (
 )
 
 // The hot cache is bounded in bytes of heap, and a decoded object's heap
-// is not its payload's size times a constant: a 4.4 KB Pod holds 18.5 KB
-// (4.2x), a Pod of one name 1.3 KB (17x), a ConfigMap of 64 KB of data
-// 1.03x, a Pod decoded as unstructured JSON 6.7x. heapSize measures it by
-// walking the object; objectSizer measures a sample and sizes the rest of
-// a store's objects from their payloads by what the sample measured.
+// is not its payload's size times a constant: the ratio differs many times
+// over between a full Pod, a Pod of one name, a ConfigMap of large data
+// and a Pod decoded as unstructured JSON (TestHeapSizeMatchesTheHeap logs
+// each). heapSize measures it by walking the object; objectSizer measures
+// a sample and sizes the rest of a store's objects from their payloads by
+// what the sample measured.
 
 // heapSize returns the bytes of heap obj reaches: what its pointers,
 // strings, slices, maps and interfaces refer to, each allocation rounded up

@@ -12,11 +12,10 @@ import (
 // replayChunk and replayChunkBytes bound a chunk of Replay: at most
 // replayChunk records, and records of about replayChunkBytes as stored.
 // One worker decodes a chunk; with W cores at most W+1 chunks are being
-// decoded or waiting to be handed on (see Replay). With 9.3 KB Pods from
-// kube-apiserver (4.6 KB stored, 3-4 to a chunk), a warm start's Go heap
-// peaked at 13.9 MB with 16 KiB chunks and at 15.8 MB with 32 KiB ones
-// (benchreport -only real); before the replay was a pipeline, 256 Pods
-// decoded at once held it at 26-33 MB and 64 at 15-16 MB.
+// decoded or waiting to be handed on (see Replay). The bounds were chosen
+// on the peak Go heap of make bench's warm restart (scenario 4,
+// benchreport -only real): larger chunks raise it, as decoding many more
+// objects at once did before the replay was a pipeline.
 const (
 	replayChunk      = 32
 	replayChunkBytes = 16 << 10
@@ -73,9 +72,8 @@ func (s *Store) Replay(fn func(obj interface{}) error, damaged func(key string, 
 		}
 		// The decoders keep every core busy: yield, so that the goroutines
 		// fn hands the objects to (an informer's listeners) take them now.
-		// Without it, a warm start of 10k kube-apiserver Pods left up to 150
-		// of them waiting per listener and peaked at 16.3 MB of Go heap;
-		// with it, 24 and 13.9 MB, and it synced sooner.
+		// Without it, objects pile up waiting for each listener, and the
+		// warm restart's peak heap (make bench, scenario 4) rises.
 		runtime.Gosched()
 	}
 	return nil

@@ -47,10 +47,11 @@ type StoreOptions struct {
 	// its own, as generated protobuf Unmarshal makes them. By default the
 	// strings and byte slices of an object read share one buffer, a copy
 	// of its protobuf encoding (internal/protodecode): a read allocates a
-	// third of the objects and runs about a quarter faster, but a string
-	// kept after its object is dropped keeps that whole buffer (a Pod:
-	// 4 KB) alive. Set it when the code reading keeps small parts (names,
-	// labels) of many objects for long, or strings.Clone what it keeps.
+	// third as often or less, and runs faster for it, but a string kept
+	// after its object is dropped keeps that whole buffer (about the
+	// object's protobuf size) alive. Set it when the code reading keeps
+	// small parts (names, labels) of many objects for long, or
+	// strings.Clone what it keeps.
 	CopyStrings bool
 }
 
@@ -290,8 +291,9 @@ func (s *Store) putIndexersTx(b *cachefile.Buckets, versions map[string]string) 
 // rebuild from the stored objects, rewriting each record's index values.
 //
 // bbolt splits pages only at commit, so inserting many keys in random order
-// into one bucket within a transaction shifts ever larger nodes (measured:
-// 100k random inserts 86 s, sorted 1 s). Records are therefore rewritten in
+// into one bucket within a transaction shifts ever larger nodes, in time
+// quadratic in the keys (BenchmarkIndexRebuild in migrations measures a
+// rebuild of 100k objects). Records are therefore rewritten in
 // key order, a chunk at a time, and the new index entries (keys only, never
 // objects) are sorted before they are inserted.
 func (s *Store) reindexTx(b *cachefile.Buckets, drop, rebuild []string, indexers cache.Indexers) error {

@@ -18,11 +18,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Generated Unmarshal (Pod.Unmarshal: 300 allocations, 20 KB for a 4.4 KB
-// Pod) copies each of an object's strings into an allocation of its own,
-// and grows each slice of messages 1, 2, 4, 8, a copy at each step. That is
-// most of what a read of the store costs; client-go's informer pays none
-// of it, and controller-runtime's deep copy shares the strings.
+// Generated Unmarshal copies each of an object's strings into an
+// allocation of its own, and grows each slice of messages 1, 2, 4, 8, a
+// copy at each step. That is most of what a read of the store costs
+// (BenchmarkReadPath in internal/boltstore compares a read with it, and
+// make bench's read scenario with client-go's and controller-runtime's
+// readers); client-go's informer pays none of it, and controller-runtime's
+// deep copy shares the strings.
 //
 // A Plan is the type's decoder, built once from its gogo struct tags
 // (`protobuf:"bytes,2,rep,name=containers"`): for each field number, where
