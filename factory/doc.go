@@ -4,10 +4,16 @@
 // unchanged), NewDynamicSharedInformerFactory a
 // dynamicinformer.DynamicSharedInformerFactory (CRDs, unstructured) and
 // NewMetadataSharedInformerFactory a metadatainformer.SharedInformerFactory
-// (PartialObjectMetadata). Switching an existing controller is one line:
+// (PartialObjectMetadata). Switching an existing controller changes the
+// line that makes the factory (c comes from boltinformer.Open):
 //
 //	f := informers.NewSharedInformerFactory(client, 10*time.Minute)
-//	f := factory.NewSharedInformerFactory(c, client, 10*time.Minute) // c from boltinformer.Open
+//	f := factory.NewSharedInformerFactory(c, client, 10*time.Minute)
+//
+// and the options it is given: they are this package's Option, so
+// client-go's informers.WithNamespace(ns) does not compile here; pass
+// WithNamespace(ns), and likewise WithTweakListOptions, WithTransform and
+// WithCustomResyncConfig, to NewSharedInformerFactoryWithOptions.
 //
 // Every informer a factory makes is a *boltinformer.Informer whose
 // ListerWatcher makes exactly the requests client-go's generated informer
