@@ -63,7 +63,8 @@ func BenchmarkPayloadDecode(b *testing.B) {
 
 // BenchmarkPayloadSealOpen is what encryption adds per object: one seal
 // (a write) and one open (a read) of the same payload. Its ns/op divided
-// by BenchmarkPayloadDecode's is the ratio the README reports.
+// by BenchmarkPayloadDecode's is the ratio docs/bench/history.md reports
+// for encryption at rest.
 func BenchmarkPayloadSealOpen(b *testing.B) {
 	c, keys := benchCodec(b, false)
 	rec, _, _, err := newRecord(c, "ns/p", benchPod(), new([]byte), new([]byte))
