@@ -59,7 +59,7 @@ type ListWatchOptions struct {
 	// CopyStrings makes the objects of WATCH events hold strings of their
 	// own, as the codec makes them. By default a protobuf object's strings
 	// and byte slices share the bytes its event carried (about its
-	// protobuf size; internal/protodecode): its decode allocates a third
+	// protobuf size; internal/protocodec): its decode allocates a third
 	// as often, but a string a handler keeps after the object is dropped
 	// keeps those bytes alive. The informer's InformerOptions.CopyStrings
 	// is the same choice for what its store returns.

@@ -8,8 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/boltinformer/boltinformer/internal/presize"
-	"github.com/boltinformer/boltinformer/internal/protodecode"
+	"github.com/boltinformer/boltinformer/internal/protocodec"
 )
 
 // protobufMagic starts every object the apiserver encodes in protobuf: a
@@ -36,9 +35,9 @@ type objectDecoder struct {
 // decode returns the object raw encodes, as the codec would decode it, and
 // for a protobuf object, the object's own encoding (the envelope's
 // payload, a part of raw). A protobuf object of a type the scheme knows is
-// decoded here, onto raw, its strings sharing it (internal/protodecode;
+// decoded here, onto raw, its strings sharing it (protocodec.Decoder;
 // raw must never be written again), or with copyStrings by generated
-// Unmarshal, its slices and maps presized (internal/presize): the codec's
+// Unmarshal, its slices and maps presized (protocodec.Presizer): the codec's
 // decode gives the same object.
 func (d objectDecoder) decode(raw []byte) (runtime.Object, []byte, error) {
 	env, ok := openEnvelope(raw)
@@ -60,17 +59,17 @@ func (d objectDecoder) decode(raw []byte) (runtime.Object, []byte, error) {
 	}
 	ptr := reflect.ValueOf(obj)
 	if !d.copyStrings {
-		if plan := protodecode.For(ptr.Type().Elem()); plan != nil {
+		if plan := protocodec.DecoderFor(ptr.Type().Elem()); plan != nil {
 			if err := plan.Decode(ptr.UnsafePointer(), env.payload); err == nil {
 				return obj, env.payload, nil
 			}
-			// Generated Unmarshal fails where protodecode does; its
+			// Generated Unmarshal fails where the Decoder does; its
 			// error is the one client-go's watch gives.
 			obj, _ = d.scheme.New(gvk)
 			ptr, m = reflect.ValueOf(obj), obj.(protoUnmarshaler)
 		}
 	}
-	if plan := presize.For(ptr.Type().Elem()); plan != nil {
+	if plan := protocodec.PresizerFor(ptr.Type().Elem()); plan != nil {
 		plan.Presize(ptr.Elem(), env.payload)
 	}
 	if err := m.Unmarshal(env.payload); err != nil {

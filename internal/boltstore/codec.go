@@ -16,9 +16,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
-	"github.com/boltinformer/boltinformer/internal/presize"
-	"github.com/boltinformer/boltinformer/internal/protodecode"
-	"github.com/boltinformer/boltinformer/internal/protoshare"
+	"github.com/boltinformer/boltinformer/internal/protocodec"
 )
 
 // protoMessage is what the generated protobuf code of Kubernetes API types provides.
@@ -49,16 +47,16 @@ type objectCodec struct {
 	// lastType is the last apiVersion and kind decoded (see typeStrings).
 	lastType atomic.Pointer[[2]string]
 	// sizes presizes a protobuf object's slices and maps before it is
-	// decoded (internal/presize); nil when the type has nothing to presize.
-	sizes *presize.Plan
+	// decoded (protocodec.Presizer); nil when the type has nothing to presize.
+	sizes *protocodec.Presizer
 	// shared decodes a protobuf object onto a copy of its payload, its
-	// strings and byte slices sharing that copy (internal/protodecode);
+	// strings and byte slices sharing that copy (protocodec.Decoder);
 	// nil when the type has no plan or the store copies strings.
-	shared *protodecode.Plan
+	shared *protocodec.Decoder
 	// share takes from a new version the fields an old one encodes the
 	// same, when the old one is decoded (decodeOld); nil when the type has
 	// nothing to share.
-	share *protoshare.Plan
+	share *protocodec.Sharer
 	// received, when set, returns the protobuf bytes an object was decoded
 	// from, which encode then uses as they are (Store.UseReceivedEncoding).
 	received atomic.Pointer[func(runtime.Object) ([]byte, bool)]
@@ -78,9 +76,9 @@ func newObjectCodec(example runtime.Object) (*objectCodec, error) {
 		c.id = cachefile.CodecUnstructuredJSON
 	case t.Implements(reflect.TypeOf((*protoMessage)(nil)).Elem()):
 		c.id = cachefile.CodecProtobuf
-		c.sizes = presize.For(t.Elem())
-		c.shared = protodecode.For(t.Elem())
-		c.share = protoshare.For(t.Elem())
+		c.sizes = protocodec.PresizerFor(t.Elem())
+		c.shared = protocodec.DecoderFor(t.Elem())
+		c.share = protocodec.SharerFor(t.Elem())
 	default:
 		c.id = cachefile.CodecJSON
 	}
@@ -188,13 +186,13 @@ func recordView(r *cachefile.Record) cachefile.RecordView {
 	}
 }
 
-// shareScratch holds protoshare's buffers between decodes.
-var shareScratch = sync.Pool{New: func() any { return new(protoshare.Scratch) }}
+// shareScratch holds the Sharer's buffers between decodes.
+var shareScratch = sync.Pool{New: func() any { return new(protocodec.Scratch) }}
 
 // decodeOld builds the object of r, the version stored under key before
 // newObj, whose plain payload is newPlain (nil: decode r in full). The fields
 // both payloads encode the same are not decoded: the old object takes the
-// new one's (protoshare), as a cache's objects are shared and read-only. It
+// new one's (protocodec.Sharer), as a cache's objects are shared and read-only. It
 // gives exactly what decode gives when newObj is what newPlain decodes to,
 // and falls back to decode whenever it cannot share.
 func (c *objectCodec) decodeOld(key string, r *cachefile.Record, newObj interface{}, newPlain []byte) (runtime.Object, error) {
@@ -208,14 +206,14 @@ func (c *objectCodec) decodeOld(key string, r *cachefile.Record, newObj interfac
 	if err != nil {
 		return nil, err
 	}
-	sc := shareScratch.Get().(*protoshare.Scratch)
+	sc := shareScratch.Get().(*protocodec.Scratch)
 	defer putShareScratch(sc)
 	if err := c.share.Strip(payload, newPlain, sc); err != nil || len(sc.Shared) == 0 {
 		return c.decodePayload(&v, payload)
 	}
 	ptr, err := c.unmarshalProto(sc.Rest)
 	if err == nil {
-		err = protoshare.Apply(ptr, reflect.ValueOf(newObj), sc.Shared)
+		err = protocodec.ApplyShared(ptr, reflect.ValueOf(newObj), sc.Shared)
 	}
 	if err != nil {
 		return c.decodePayload(&v, payload) // which says what is wrong with it
@@ -224,7 +222,7 @@ func (c *objectCodec) decodeOld(key string, r *cachefile.Record, newObj interfac
 }
 
 // putShareScratch returns sc to shareScratch unless it grew too large to keep.
-func putShareScratch(sc *protoshare.Scratch) {
+func putShareScratch(sc *protocodec.Scratch) {
 	if cap(sc.Rest) <= maxPooledPayload {
 		shareScratch.Put(sc)
 	}

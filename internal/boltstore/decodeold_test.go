@@ -13,7 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/boltinformer/boltinformer/cachefile"
-	"github.com/boltinformer/boltinformer/internal/protoshare"
+	"github.com/boltinformer/boltinformer/internal/protocodec"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // marshalProto returns the protobuf encoding of obj.
@@ -84,11 +85,11 @@ func mixVersions(rnd *rand.Rand, a, b reflect.Value, depth int) reflect.Value {
 // against the new one is exactly (reflect.DeepEqual) what a full decode
 // gives, while fields were in fact shared.
 func TestDecodeOldDecodesTheSameEveryType(t *testing.T) {
-	types, names := storableTypesSorted(t)
-	f := typeFuzzer(11, 3)
+	types, names := testutil.StorableTypes(t)
+	f := testutil.TypeFuzzer(11, 3)
 	rnd := rand.New(rand.NewSource(11))
 	planned, sharing, nested, partial := 0, 0, 0, 0
-	var sc protoshare.Scratch
+	var sc protocodec.Scratch
 	for _, name := range names {
 		typ := types[name]
 		c, err := newObjectCodec(reflect.New(typ).Interface().(runtime.Object))
@@ -104,7 +105,7 @@ func TestDecodeOldDecodesTheSameEveryType(t *testing.T) {
 			f.Fill(a.Interface())
 			f.Fill(b.Interface())
 			oldPlain := marshalProto(t, a.Interface())
-			newPlain := marshalProto(t, mixVersions(rnd, a.Elem(), b.Elem(), protoshare.Depth).Addr().Interface())
+			newPlain := marshalProto(t, mixVersions(rnd, a.Elem(), b.Elem(), protocodec.ShareDepth).Addr().Interface())
 			newObj := unmarshalProto(t, typ, newPlain)
 			got, err := c.decodeOld("k", &cachefile.Record{Codec: cachefile.CodecProtobuf, Payload: oldPlain}, newObj, newPlain)
 			if err != nil {

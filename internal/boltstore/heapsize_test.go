@@ -28,7 +28,7 @@ func liveHeap() uint64 {
 // fuzzedPods returns n fuzzed Pods, and their protobuf encodings.
 func fuzzedPods(t *testing.T, n int) ([]*v1.Pod, [][]byte) {
 	t.Helper()
-	f := typeFuzzer(11, 3)
+	f := testutil.TypeFuzzer(11, 3)
 	pods := make([]*v1.Pod, n)
 	pbs := make([][]byte, n)
 	for i := range pods {

@@ -2,23 +2,18 @@ package boltstore
 
 import (
 	"encoding/json"
-	"math/rand"
 	"reflect"
-	"sort"
 	"testing"
 
-	"github.com/boltinformer/boltinformer/cachefile"
 	v1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/apitesting/fuzzer"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metafuzzer "k8s.io/apimachinery/pkg/apis/meta/fuzzer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
-	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // roundTrip encodes obj into a record and decodes it back, as a store does.
@@ -51,50 +46,11 @@ func roundTrip(t *testing.T, obj runtime.Object) runtime.Object {
 	return out
 }
 
-// storableTypes are the external types of client-go's scheme that a store
-// can hold (they have ObjectMeta), plus PartialObjectMetadata.
-func storableTypes(t *testing.T) map[string]reflect.Type {
-	out := map[string]reflect.Type{}
-	for gvk, typ := range scheme.Scheme.AllKnownTypes() {
-		if gvk.Version == runtime.APIVersionInternal {
-			continue
-		}
-		obj := reflect.New(typ).Interface()
-		if _, err := meta.Accessor(obj); err != nil {
-			continue
-		}
-		out[gvk.String()] = typ
-	}
-	out["meta.k8s.io/v1, Kind=PartialObjectMetadata"] = reflect.TypeOf(metav1.PartialObjectMetadata{})
-	if len(out) < 100 {
-		t.Fatalf("only %d storable types in client-go's scheme; expected the built-in API", len(out))
-	}
-	return out
-}
-
-// storableTypesSorted returns storableTypes and their names in order.
-func storableTypesSorted(t *testing.T) (map[string]reflect.Type, []string) {
-	types := storableTypes(t)
-	names := make([]string, 0, len(types))
-	for n := range types {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return types, names
-}
-
-// typeFuzzer fills objects of client-go's scheme from seed, with up to
-// maxElements in each slice and map.
-func typeFuzzer(seed int64, maxElements int) interface{ Fill(obj interface{}) } {
-	codecs := serializer.NewCodecFactory(scheme.Scheme)
-	return fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(seed), codecs).NilChance(0.3).NumElements(0, maxElements).MaxDepth(12)
-}
-
 // TestCodecRoundTripEveryType fuzzes every storable built-in type and checks
 // that each object, and its unstructured form, comes back semantically equal.
 func TestCodecRoundTripEveryType(t *testing.T) {
-	types, names := storableTypesSorted(t)
-	f := typeFuzzer(42, 2)
+	types, names := testutil.StorableTypes(t)
+	f := testutil.TypeFuzzer(42, 2)
 	protobufTypes := 0
 	for _, name := range names {
 		typ := types[name]

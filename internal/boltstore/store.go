@@ -46,7 +46,7 @@ type StoreOptions struct {
 	// CopyStrings makes every object read from the store hold strings of
 	// its own, as generated protobuf Unmarshal makes them. By default the
 	// strings and byte slices of an object read share one buffer, a copy
-	// of its protobuf encoding (internal/protodecode): a read allocates a
+	// of its protobuf encoding (internal/protocodec): a read allocates a
 	// third as often or less, and runs faster for it, but a string kept
 	// after its object is dropped keeps that whole buffer (about the
 	// object's protobuf size) alive. Set it when the code reading keeps

@@ -1,4 +1,4 @@
-package protodecode
+package protocodec
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ type node struct {
 // TestRecursiveType: a type that holds itself gets a plan (building it
 // ends), and decoding follows the encoding's nesting.
 func TestRecursiveType(t *testing.T) {
-	p := For(reflect.TypeFor[node]())
+	p := DecoderFor(reflect.TypeFor[node]())
 	if p == nil {
 		t.Fatal("no plan for a recursive type")
 	}
@@ -43,7 +43,7 @@ func TestRecursiveType(t *testing.T) {
 
 // TestDamage: each kind of damage fails with the error that says so.
 func TestDamage(t *testing.T) {
-	p := For(reflect.TypeFor[node]())
+	p := DecoderFor(reflect.TypeFor[node]())
 	for _, c := range []struct {
 		name string
 		data []byte

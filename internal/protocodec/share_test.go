@@ -1,4 +1,4 @@
-package protoshare_test
+package protocodec_test
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/boltinformer/boltinformer/internal/protoshare"
+	"github.com/boltinformer/boltinformer/internal/protocodec"
 )
 
 type message interface {
@@ -28,10 +28,10 @@ func marshal(t *testing.T, m message) []byte {
 
 // decodeAgainst decodes old as Strip and Apply make a store do, against
 // newBytes and newObj (a pointer to a struct of typ).
-func decodeAgainst(t *testing.T, typ reflect.Type, old, newBytes []byte, newObj any) (any, []protoshare.Shared) {
+func decodeAgainst(t *testing.T, typ reflect.Type, old, newBytes []byte, newObj any) (any, []protocodec.Shared) {
 	t.Helper()
-	var sc protoshare.Scratch
-	if err := protoshare.For(typ).Strip(old, newBytes, &sc); err != nil {
+	var sc protocodec.Scratch
+	if err := protocodec.SharerFor(typ).Strip(old, newBytes, &sc); err != nil {
 		t.Fatal(err)
 	}
 	out := reflect.New(typ)
@@ -42,10 +42,10 @@ func decodeAgainst(t *testing.T, typ reflect.Type, old, newBytes []byte, newObj 
 	if err := out.Interface().(message).Unmarshal(rest); err != nil {
 		t.Fatal(err)
 	}
-	if err := protoshare.Apply(out, reflect.ValueOf(newObj), sc.Shared); err != nil {
+	if err := protocodec.ApplyShared(out, reflect.ValueOf(newObj), sc.Shared); err != nil {
 		t.Fatal(err)
 	}
-	return out.Interface(), append([]protoshare.Shared(nil), sc.Shared...)
+	return out.Interface(), append([]protocodec.Shared(nil), sc.Shared...)
 }
 
 // TestStripIdenticalVersions: two identical encodings share every field,
@@ -61,8 +61,8 @@ func TestStripIdenticalVersions(t *testing.T) {
 	if err := newPod.Unmarshal(b); err != nil {
 		t.Fatal(err)
 	}
-	var sc protoshare.Scratch
-	if err := protoshare.For(reflect.TypeFor[v1.Pod]()).Strip(b, b, &sc); err != nil {
+	var sc protocodec.Scratch
+	if err := protocodec.SharerFor(reflect.TypeFor[v1.Pod]()).Strip(b, b, &sc); err != nil {
 		t.Fatal(err)
 	}
 	if len(sc.Rest) != 0 || len(sc.Shared) != 3 {
@@ -112,11 +112,11 @@ func TestStripInterleavedRepeatedField(t *testing.T) {
 // ErrNotProtobuf, which sends the caller to a full decode.
 func TestStripGarbage(t *testing.T) {
 	good := marshal(t, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}})
-	plan := protoshare.For(reflect.TypeFor[v1.Pod]())
+	plan := protocodec.SharerFor(reflect.TypeFor[v1.Pod]())
 	for _, bad := range [][]byte{{0xff, 0xff}, {0x0a, 0x40, 1}, {0x0b}} {
-		var sc protoshare.Scratch
+		var sc protocodec.Scratch
 		for _, pair := range [][2][]byte{{bad, good}, {good, bad}} {
-			if err := plan.Strip(pair[0], pair[1], &sc); !errors.Is(err, protoshare.ErrNotProtobuf) {
+			if err := plan.Strip(pair[0], pair[1], &sc); !errors.Is(err, protocodec.ErrNotProtobuf) {
 				t.Errorf("strip % x against % x: %v, want ErrNotProtobuf", pair[0], pair[1], err)
 			}
 			if len(sc.Shared) != 0 || len(sc.Rest) != 0 {
@@ -132,8 +132,8 @@ func TestApplyMissingMessage(t *testing.T) {
 	seccomp := &v1.SeccompProfile{Type: v1.SeccompProfileTypeRuntimeDefault}
 	oldSpec := &v1.PodSpec{SecurityContext: &v1.PodSecurityContext{RunAsUser: ptr(int64(1)), SeccompProfile: seccomp}}
 	newSpec := &v1.PodSpec{SecurityContext: &v1.PodSecurityContext{RunAsUser: ptr(int64(2)), SeccompProfile: seccomp}}
-	var sc protoshare.Scratch
-	if err := protoshare.For(reflect.TypeFor[v1.PodSpec]()).Strip(marshal(t, oldSpec), marshal(t, newSpec), &sc); err != nil {
+	var sc protocodec.Scratch
+	if err := protocodec.SharerFor(reflect.TypeFor[v1.PodSpec]()).Strip(marshal(t, oldSpec), marshal(t, newSpec), &sc); err != nil {
 		t.Fatal(err)
 	}
 	nested := false
@@ -148,7 +148,7 @@ func TestApplyMissingMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	newSpec.SecurityContext = nil // no longer what its bytes decode to
-	if err := protoshare.Apply(reflect.ValueOf(decoded), reflect.ValueOf(newSpec), sc.Shared); err == nil {
+	if err := protocodec.ApplyShared(reflect.ValueOf(decoded), reflect.ValueOf(newSpec), sc.Shared); err == nil {
 		t.Fatal("applied a field of a message the new object lacks")
 	}
 }
@@ -163,8 +163,8 @@ func TestApplySliceOfAnotherLength(t *testing.T) {
 	}
 	oldStatus := &v1.PodStatus{Conditions: []v1.PodCondition{cond(v1.PodReady, v1.ConditionFalse), cond(v1.PodScheduled, v1.ConditionTrue)}}
 	newStatus := &v1.PodStatus{Conditions: []v1.PodCondition{cond(v1.PodReady, v1.ConditionTrue), cond(v1.PodScheduled, v1.ConditionTrue)}}
-	var sc protoshare.Scratch
-	if err := protoshare.For(reflect.TypeFor[v1.PodStatus]()).Strip(marshal(t, oldStatus), marshal(t, newStatus), &sc); err != nil {
+	var sc protocodec.Scratch
+	if err := protocodec.SharerFor(reflect.TypeFor[v1.PodStatus]()).Strip(marshal(t, oldStatus), marshal(t, newStatus), &sc); err != nil {
 		t.Fatal(err)
 	}
 	partial := false
@@ -182,11 +182,11 @@ func TestApplySliceOfAnotherLength(t *testing.T) {
 		return d
 	}
 	got := decoded()
-	if err := protoshare.Apply(reflect.ValueOf(got), reflect.ValueOf(newStatus), sc.Shared); err != nil || !reflect.DeepEqual(got, oldStatus) {
+	if err := protocodec.ApplyShared(reflect.ValueOf(got), reflect.ValueOf(newStatus), sc.Shared); err != nil || !reflect.DeepEqual(got, oldStatus) {
 		t.Fatalf("Apply: %v, got %#v, want %#v", err, got, oldStatus)
 	}
 	newStatus.Conditions = newStatus.Conditions[:1] // no longer what its bytes decode to
-	if err := protoshare.Apply(reflect.ValueOf(decoded()), reflect.ValueOf(newStatus), sc.Shared); err == nil {
+	if err := protocodec.ApplyShared(reflect.ValueOf(decoded()), reflect.ValueOf(newStatus), sc.Shared); err == nil {
 		t.Fatal("applied a slice of another length")
 	}
 }

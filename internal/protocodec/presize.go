@@ -1,22 +1,16 @@
-// Package presize makes the slices and maps of a Kubernetes API object as
-// large as a protobuf payload will fill them, before the type's generated
-// Unmarshal decodes it. The store's decode and the reflector's watch decode
-// use it.
-package presize
+package protocodec
 
 import (
 	"encoding/binary"
 	"reflect"
 	"sync"
-
-	"github.com/boltinformer/boltinformer/internal/protofield"
 )
 
 // The generated protobuf code of Kubernetes API types decodes a repeated
 // field by appending one element at a time (a Pod's slices of containers,
 // volumes and conditions grow 1, 2, 4, 8, each step a copy; BenchmarkReadPath's
 // Get/decode, in internal/boltstore, measures what Pod.Unmarshal
-// allocates). A Plan counts, in one pass over the payload, how many
+// allocates). A Presizer counts, in one pass over the payload, how many
 // elements each such field will get and makes its slice or map that large
 // before Unmarshal runs, which then appends without growing or copying.
 //
@@ -29,10 +23,10 @@ import (
 // differential test compares them); a payload it cannot parse is left to
 // Unmarshal to reject.
 
-// Plan is how to presize one message type: its fields by protobuf
+// Presizer is how to presize one message type: its fields by protobuf
 // field number (only those of wire type bytes that it counts or descends
 // into).
-type Plan struct {
+type Presizer struct {
 	fields []sizeField // indexed by field number; kind 0 for the others
 	counts int         // how many fields are counted
 }
@@ -51,40 +45,35 @@ type sizeField struct {
 	index int          // the struct field
 	typ   reflect.Type // the field's type
 	slot  int          // counted fields: the counter's index
-	sub   *Plan        // embedded and pointer messages
+	sub   *Presizer    // embedded and pointer messages
 }
 
-// maxCounted bounds the counted fields of one message (PodSpec has 9, no
-// built-in type more than 10); the counters live on the stack. Fields past
-// it are not presized.
-const maxCounted = 32
-
 var (
-	// sizePlans caches the plans by struct type; a nil plan means the type
+	// presizers caches the presizers by struct type; nil means the type
 	// has nothing to presize.
-	sizePlans sync.Map // reflect.Type -> *Plan
-	buildMu   sync.Mutex
+	presizers   sync.Map // reflect.Type -> *Presizer
+	presizersMu sync.Mutex
 )
 
-// For returns the plan of struct type t, or nil when nothing in it
+// PresizerFor returns the presizer of struct type t, or nil when nothing in it
 // can be presized.
-func For(t reflect.Type) *Plan {
-	if p, ok := sizePlans.Load(t); ok {
-		return p.(*Plan)
+func PresizerFor(t reflect.Type) *Presizer {
+	if p, ok := presizers.Load(t); ok {
+		return p.(*Presizer)
 	}
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	if p, ok := sizePlans.Load(t); ok {
-		return p.(*Plan)
+	presizersMu.Lock()
+	defer presizersMu.Unlock()
+	if p, ok := presizers.Load(t); ok {
+		return p.(*Presizer)
 	}
-	building := map[reflect.Type]*Plan{}
-	root := buildPlan(t, building)
-	prunePlans(building)
+	building := map[reflect.Type]*Presizer{}
+	root := buildPresizer(t, building)
+	prunePresizers(building)
 	for typ, p := range building {
 		if p.empty() {
 			p = nil
 		}
-		sizePlans.Store(typ, p)
+		presizers.Store(typ, p)
 	}
 	if root.empty() {
 		return nil
@@ -94,39 +83,39 @@ func For(t reflect.Type) *Plan {
 
 // buildPlan builds the plan of t and of every message type it reaches,
 // into building (which also breaks the cycles of recursive types).
-func buildPlan(t reflect.Type, building map[reflect.Type]*Plan) *Plan {
+func buildPresizer(t reflect.Type, building map[reflect.Type]*Presizer) *Presizer {
 	if p, ok := building[t]; ok {
 		return p
 	}
-	if p, ok := sizePlans.Load(t); ok && p.(*Plan) != nil {
-		return p.(*Plan)
+	if p, ok := presizers.Load(t); ok && p.(*Presizer) != nil {
+		return p.(*Presizer)
 	}
-	p := &Plan{}
+	p := &Presizer{}
 	building[t] = p
-	for _, pf := range protofield.BytesFields(t) {
-		f := sizeField{index: pf.Index, typ: pf.Type}
+	for _, pf := range bytesFields(t) {
+		f := sizeField{index: pf.index, typ: pf.typ}
 		switch {
-		case pf.Repeated && (pf.Type.Kind() == reflect.Slice || pf.Type.Kind() == reflect.Map):
+		case pf.rep && (pf.typ.Kind() == reflect.Slice || pf.typ.Kind() == reflect.Map):
 			if p.counts == maxCounted {
 				continue
 			}
 			f.kind, f.slot = sizeCount, p.counts
 			p.counts++
-		case !pf.Repeated && pf.Kind == protofield.Message:
-			f.kind, f.sub = sizeEmbed, buildPlan(pf.Type, building)
-		case !pf.Repeated && pf.Kind == protofield.MessagePointer:
-			f.kind, f.sub = sizePointer, buildPlan(pf.Type.Elem(), building)
+		case !pf.rep && pf.kind == bytesMessage:
+			f.kind, f.sub = sizeEmbed, buildPresizer(pf.typ, building)
+		case !pf.rep && pf.kind == bytesMessagePtr:
+			f.kind, f.sub = sizePointer, buildPresizer(pf.typ.Elem(), building)
 		default:
 			continue
 		}
-		p.fields = protofield.ByNumber(p.fields, pf.Number, f)
+		p.fields = byNumber(p.fields, pf.num, f)
 	}
 	return p
 }
 
 // prunePlans drops the fields that descend into plans with nothing to
 // presize, until none is left (recursive types make this a fixpoint).
-func prunePlans(plans map[reflect.Type]*Plan) {
+func prunePresizers(plans map[reflect.Type]*Presizer) {
 	for changed := true; changed; {
 		changed = false
 		for _, p := range plans {
@@ -142,7 +131,7 @@ func prunePlans(plans map[reflect.Type]*Plan) {
 }
 
 // empty reports whether p presizes nothing.
-func (p *Plan) empty() bool {
+func (p *Presizer) empty() bool {
 	if p == nil {
 		return true
 	}
@@ -164,7 +153,7 @@ func (p *Plan) empty() bool {
 // payload of empty records that Unmarshal rejects, or of one map key
 // repeated, counts far more than it decodes to. Past the bound, a slice or
 // map is made smaller, or not at all, and Unmarshal grows it.
-func (p *Plan) Presize(v reflect.Value, data []byte) {
+func (p *Presizer) Presize(v reflect.Value, data []byte) {
 	budget := budgetPerByte*int64(len(data)) + budgetMin
 	p.presize(v, data, &budget)
 }
@@ -179,7 +168,7 @@ const (
 	budgetMin     = 64 << 10
 )
 
-func (p *Plan) presize(v reflect.Value, data []byte, budget *int64) {
+func (p *Presizer) presize(v reflect.Value, data []byte, budget *int64) {
 	var counts [maxCounted]int
 	for len(data) > 0 {
 		key, n := binary.Uvarint(data)

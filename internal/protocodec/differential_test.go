@@ -1,8 +1,7 @@
-package boltstore
+package protocodec_test
 
 import (
 	"math/rand"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"unsafe"
@@ -15,14 +14,21 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/boltinformer/boltinformer/cachefile"
-	"github.com/boltinformer/boltinformer/internal/protodecode"
+	"github.com/boltinformer/boltinformer/internal/protocodec"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
+
+// protoMessage is what generated protobuf code gives every built-in type.
+type protoMessage interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+	Unmarshal([]byte) error
+}
 
 // decodeShared decodes data into a new object of typ twice, by generated
 // Unmarshal and by plan from a copy of data, and returns both objects and
 // both errors.
-func decodeShared(typ reflect.Type, plan *protodecode.Plan, data []byte) (plain, shared interface{}, plainErr, sharedErr error) {
+func decodeShared(typ reflect.Type, plan *protocodec.Decoder, data []byte) (plain, shared interface{}, plainErr, sharedErr error) {
 	p := reflect.New(typ)
 	plainErr = p.Interface().(protoMessage).Unmarshal(data)
 	s := reflect.New(typ)
@@ -44,15 +50,15 @@ func marshalFilled(t *testing.T, name string, obj runtime.Object) []byte {
 	return data[len(data)-n:]
 }
 
-// TestProtodecodeDecodesTheSameEveryType fuzzes every storable built-in
-// type with protobuf methods and checks that protodecode gives exactly
+// TestDecoderDecodesTheSameEveryType fuzzes every storable built-in
+// type with protobuf methods and checks that a Decoder gives exactly
 // (reflect.DeepEqual: nil and empty differ) what generated Unmarshal
 // gives, for each object's encoding and for two encodings one after the
 // other (which protobuf decodes as the second merged into the first:
 // scalars replaced, messages merged, repeated fields appended).
-func TestProtodecodeDecodesTheSameEveryType(t *testing.T) {
-	types, names := storableTypesSorted(t)
-	f := typeFuzzer(5, 3)
+func TestDecoderDecodesTheSameEveryType(t *testing.T) {
+	types, names := testutil.StorableTypes(t)
+	f := testutil.TypeFuzzer(5, 3)
 	planned, protobuf := 0, 0
 	var unplanned []string
 	for _, name := range names {
@@ -61,7 +67,7 @@ func TestProtodecodeDecodesTheSameEveryType(t *testing.T) {
 			continue
 		}
 		protobuf++
-		plan := protodecode.For(typ)
+		plan := protocodec.DecoderFor(typ)
 		if plan == nil {
 			unplanned = append(unplanned, name)
 			continue
@@ -78,10 +84,10 @@ func TestProtodecodeDecodesTheSameEveryType(t *testing.T) {
 			}
 			plain, shared, plainErr, sharedErr := decodeShared(typ, plan, data)
 			if plainErr != nil || sharedErr != nil {
-				t.Fatalf("%s: decode: generated %v, protodecode %v", name, plainErr, sharedErr)
+				t.Fatalf("%s: decode: generated %v, Decoder %v", name, plainErr, sharedErr)
 			}
 			if !reflect.DeepEqual(plain, shared) {
-				t.Fatalf("%s decodes differently:\n generated   %#v\n protodecode %#v", name, plain, shared)
+				t.Fatalf("%s decodes differently:\n generated   %#v\n Decoder     %#v", name, plain, shared)
 			}
 		}
 	}
@@ -93,16 +99,16 @@ func TestProtodecodeDecodesTheSameEveryType(t *testing.T) {
 	}
 }
 
-// TestProtodecodeOnDamagedPayloads: a truncated or altered encoding fails
-// in protodecode where it fails in generated Unmarshal, and where both
+// TestDecoderOnDamagedPayloads: a truncated or altered encoding fails
+// in a Decoder where it fails in generated Unmarshal, and where both
 // succeed they give the same object: many damaged Pods, and a few of
 // every other type.
-func TestProtodecodeOnDamagedPayloads(t *testing.T) {
+func TestDecoderOnDamagedPayloads(t *testing.T) {
 	codecs := serializer.NewCodecFactory(scheme.Scheme)
 	f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(3), codecs).NilChance(0.2).NumElements(1, 3).MaxDepth(10)
 	rnd := rand.New(rand.NewSource(17))
 	damage := func(t *testing.T, name string, typ reflect.Type, objects, damages int) {
-		plan := protodecode.For(typ)
+		plan := protocodec.DecoderFor(typ)
 		for i := range objects {
 			obj := reflect.New(typ).Interface().(runtime.Object)
 			f.Fill(obj)
@@ -114,18 +120,18 @@ func TestProtodecodeOnDamagedPayloads(t *testing.T) {
 				bad := damaged(rnd, data, j%4)
 				plain, shared, plainErr, sharedErr := decodeShared(typ, plan, bad)
 				if (plainErr == nil) != (sharedErr == nil) {
-					t.Fatalf("%s %d, damage %d: generated %v, protodecode %v", name, i, j, plainErr, sharedErr)
+					t.Fatalf("%s %d, damage %d: generated %v, Decoder %v", name, i, j, plainErr, sharedErr)
 				}
 				if plainErr == nil && !reflect.DeepEqual(plain, shared) {
-					t.Fatalf("%s %d, damage %d: decodes differently:\n generated   %#v\n protodecode %#v", name, i, j, plain, shared)
+					t.Fatalf("%s %d, damage %d: decodes differently:\n generated   %#v\n Decoder     %#v", name, i, j, plain, shared)
 				}
 			}
 		}
 	}
 	damage(t, "Pod", reflect.TypeFor[v1.Pod](), 40, 100)
-	types, names := storableTypesSorted(t)
+	types, names := testutil.StorableTypes(t)
 	for _, name := range names {
-		if protodecode.For(types[name]) != nil {
+		if protocodec.DecoderFor(types[name]) != nil {
 			damage(t, name, types[name], 2, 50)
 		}
 	}
@@ -153,19 +159,21 @@ func damaged(rnd *rand.Rand, data []byte, kind int) []byte {
 	return bad
 }
 
-// TestProtodecodeSharesTheBuffer: the strings and byte slices of a
+// TestDecoderSharesTheBuffer: the strings and byte slices of a
 // decoded object point into the buffer, and a byte slice has no room
 // past its end (an append to it copies rather than overwrite its
 // neighbours in the buffer).
-func TestProtodecodeSharesTheBuffer(t *testing.T) {
-	pod := readBenchPod(7)
+func TestDecoderSharesTheBuffer(t *testing.T) {
+	pod := testutil.Pod("ns-07", "pod-00007", "8", testutil.Label("label-3", "v"), testutil.UID("00000000-0000-0000-0000-000000000007"))
+	pod.Annotations = map[string]string{"note": "an annotation"}
+	pod.Spec.Containers = []v1.Container{{Name: "c", Image: "registry.example/app:1"}}
 	pod.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "m", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{}}`)}}}
 	data, err := pod.Marshal()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var got v1.Pod
-	if err := protodecode.For(reflect.TypeFor[v1.Pod]()).Decode(unsafe.Pointer(&got), data); err != nil {
+	if err := protocodec.DecoderFor(reflect.TypeFor[v1.Pod]()).Decode(unsafe.Pointer(&got), data); err != nil {
 		t.Fatal(err)
 	}
 	in := func(p unsafe.Pointer, n int) bool {
@@ -209,49 +217,18 @@ func firstKey(m map[string]string) string {
 	return ""
 }
 
-// TestCopyStringsOption: by default a read decodes onto one buffer (a few
-// dozen allocations for a Pod of 90 strings); with CopyStrings every
-// string is an allocation of its own, as generated Unmarshal makes it, and
-// both give the same object.
-func TestCopyStringsOption(t *testing.T) {
-	pod := readBenchPod(1)
-	key := pod.Namespace + "/" + pod.Name
-	allocs := map[bool]float64{}
-	got := map[bool]interface{}{}
-	for _, copyStrings := range []bool{false, true} {
-		s, err := Open(filepath.Join(t.TempDir(), "cache.db"), "pods", cachefile.Options{NoSync: true}, StoreOptions{Object: &v1.Pod{}, CopyStrings: copyStrings})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
-		if err := s.Add(pod); err != nil {
-			t.Fatal(err)
-		}
-		allocs[copyStrings] = testing.AllocsPerRun(20, func() {
-			got[copyStrings], _, _ = s.GetByKey(key)
-		})
-	}
-	if allocs[true] < 3*allocs[false] {
-		t.Errorf("a read allocates %.0f times shared, %.0f times with CopyStrings; want the strings copied only with CopyStrings", allocs[false], allocs[true])
-	}
-	if !reflect.DeepEqual(got[false], got[true]) || !reflect.DeepEqual(got[false], pod) {
-		t.Error("the shared and the copying read give different objects, or not the Pod stored")
-	}
-}
-
-// unplannedType has a field protodecode does not decode (an int): the
-// store decodes it with its own Unmarshal.
+// unplannedType has a field a Decoder does not decode (an int): it
+// has none, and the store decodes it with its own Unmarshal.
 type unplannedType struct {
 	v1.Pod
 	Count int `protobuf:"varint,99,opt,name=count"`
 }
 
-func TestProtodecodeNoPlan(t *testing.T) {
-	if p := protodecode.For(reflect.TypeFor[unplannedType]()); p != nil {
+func TestDecoderNoPlan(t *testing.T) {
+	if p := protocodec.DecoderFor(reflect.TypeFor[unplannedType]()); p != nil {
 		t.Fatal("a plan for a type with an int field")
 	}
-	c, err := newObjectCodec(&v1.Pod{})
-	if err != nil || c.shared == nil {
-		t.Fatalf("no shared decode for Pods: %v", err)
+	if p := protocodec.DecoderFor(reflect.TypeFor[v1.Pod]()); p == nil {
+		t.Fatal("no decoder for Pods")
 	}
 }

@@ -1,4 +1,4 @@
-package boltstore
+package protocodec_test
 
 import (
 	"math/rand"
@@ -16,13 +16,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/boltinformer/boltinformer/internal/presize"
+	"github.com/boltinformer/boltinformer/internal/protocodec"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // decodeBoth decodes data into a new object of typ twice, as generated
 // Unmarshal does alone and after plan presized it, and returns both
 // objects and both errors.
-func decodeBoth(typ reflect.Type, plan *presize.Plan, data []byte) (plain, sized interface{}, plainErr, sizedErr error) {
+func decodeBoth(typ reflect.Type, plan *protocodec.Presizer, data []byte) (plain, sized interface{}, plainErr, sizedErr error) {
 	p := reflect.New(typ)
 	plainErr = p.Interface().(protoMessage).Unmarshal(data)
 	s := reflect.New(typ)
@@ -36,12 +37,12 @@ func decodeBoth(typ reflect.Type, plan *presize.Plan, data []byte) (plain, sized
 // (reflect.DeepEqual: nil and empty differ) what generated Unmarshal gives
 // alone.
 func TestPresizeDecodesTheSameEveryType(t *testing.T) {
-	types, names := storableTypesSorted(t)
-	f := typeFuzzer(7, 3)
+	types, names := testutil.StorableTypes(t)
+	f := testutil.TypeFuzzer(7, 3)
 	planned := 0
 	for _, name := range names {
 		typ := types[name]
-		plan := presize.For(typ)
+		plan := protocodec.PresizerFor(typ)
 		if plan == nil {
 			continue
 		}
@@ -96,7 +97,7 @@ func TestPresizeSizesPodsFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got v1.Pod
-	presize.For(reflect.TypeFor[v1.Pod]()).Presize(reflect.ValueOf(&got).Elem(), data)
+	protocodec.PresizerFor(reflect.TypeFor[v1.Pod]()).Presize(reflect.ValueOf(&got).Elem(), data)
 	for what, c := range map[string][2]int{
 		"ownerReferences":          {cap(got.OwnerReferences), 2},
 		"containers":               {cap(got.Spec.Containers), 3},
@@ -125,7 +126,7 @@ func TestPresizeSizesPodsFields(t *testing.T) {
 // same object, exactly as it does without it.
 func TestPresizeOnDamagedPayloads(t *testing.T) {
 	typ := reflect.TypeFor[v1.Pod]()
-	plan := presize.For(typ)
+	plan := protocodec.PresizerFor(typ)
 	codecs := serializer.NewCodecFactory(scheme.Scheme)
 	f := fuzzer.FuzzerFor(metafuzzer.Funcs, rand.NewSource(3), codecs).NilChance(0.2).NumElements(1, 3).MaxDepth(10)
 	rnd := rand.New(rand.NewSource(11))
@@ -160,7 +161,7 @@ func (*sizeNode) Unmarshal([]byte) error { return nil }
 // TestPresizeRecursiveType: a type that holds itself gets a plan (building
 // it ends), and presizing follows the payload's nesting.
 func TestPresizeRecursiveType(t *testing.T) {
-	plan := presize.For(reflect.TypeFor[sizeNode]())
+	plan := protocodec.PresizerFor(reflect.TypeFor[sizeNode]())
 	if plan == nil {
 		t.Fatal("no plan for a recursive type with a repeated field")
 	}
@@ -201,7 +202,7 @@ func TestPresizeBoundedByPayload(t *testing.T) {
 		{"one data entry repeated", reflect.TypeFor[v1.ConfigMap](), configMap},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			plan := presize.For(tc.typ)
+			plan := protocodec.PresizerFor(tc.typ)
 			obj := reflect.New(tc.typ)
 			made := allocatedBy(func() { plan.Presize(obj.Elem(), tc.payload) })
 			if limit := 2*uint64(len(tc.payload)) + 64<<10 + 8<<10; made > limit {

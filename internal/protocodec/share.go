@@ -1,8 +1,4 @@
-// Package protoshare decodes the previous version of an object from its
-// protobuf encoding, taking from the new version, already decoded, every
-// field that both versions encode byte for byte the same. The store uses
-// it for the old object an update handler receives.
-package protoshare
+package protocodec
 
 import (
 	"bytes"
@@ -10,15 +6,13 @@ import (
 	"math/bits"
 	"reflect"
 	"sync"
-
-	"github.com/boltinformer/boltinformer/internal/protofield"
 )
 
 // An update rarely rewrites a whole object: a kubelet status update leaves
 // a Pod's spec, labels and owners as they were. Decoding the stored version
 // in full rebuilds all of them (BenchmarkReadPath's Get/decode, in
 // internal/boltstore, measures what generated Pod.Unmarshal allocates).
-// A Plan compares the two encodings field by field, strips from the old
+// A Sharer compares the two encodings field by field, strips from the old
 // one the fields the new one encodes identically, and after the rest is
 // decoded sets those fields to the new object's values: the old and the
 // new object then share that memory, as a cache's objects are shared and
@@ -27,78 +21,78 @@ import (
 // the new object is exactly what its encoding decodes to (the test
 // compares both on every built-in type).
 //
-// It compares the fields of the object and, where a message field differs
-// (metadata, status), the fields of that message: Depth levels in all. A
-// slice of messages that differs (a Pod's conditions) is compared element
-// by element when both versions have as many: the equal elements are the
-// new slice's, the others decoded.
+// It compares the fields of the object and, where a message field
+// differs (metadata, status), the fields of that message: ShareDepth
+// levels in all. A slice of messages that differs (a Pod's conditions) is
+// compared element by element when both versions have as many: the equal
+// elements are the new slice's, the others decoded.
 
-// Depth is how many message levels a Plan compares: the object's fields
-// and those of its messages.
-const Depth = 2
+// ShareDepth is how many message levels a Sharer compares: the object's
+// fields and those of its messages.
+const ShareDepth = 2
 
-// Plan is how to share the fields of one message type: its fields of wire
-// type bytes by protobuf field number.
-type Plan struct {
-	fields []field
+// Sharer is how to share the fields of one message type: its fields of
+// wire type bytes by protobuf field number.
+type Sharer struct {
+	fields []shareField
 }
 
-type fieldKind uint8
+type shareKind uint8
 
 const (
-	skip     fieldKind = iota // decoded from the old bytes
-	whole                     // a string, slice or map: shared whole
-	elements                  // a slice of messages: shared whole, or element by element
-	embed                     // a message held by value: shared, or compared field by field
-	pointer                   // a message held by pointer: shared, or compared field by field
+	shareNone     shareKind = iota // decoded from the old bytes
+	shareWhole                     // a string, slice or map: shared whole
+	shareElements                  // a slice of messages: shared whole, or element by element
+	shareEmbed                     // a message held by value: shared, or compared field by field
+	sharePointer                   // a message held by pointer: shared, or compared field by field
 )
 
-type field struct {
-	kind  fieldKind
-	index int   // the struct field
-	sub   *Plan // embedded and pointer messages
+type shareField struct {
+	kind  shareKind
+	index int     // the struct field
+	sub   *Sharer // embedded and pointer messages
 }
 
-// plans caches the plans by struct type; nil means nothing to share.
-var plans sync.Map // reflect.Type -> *Plan
+// sharers caches the sharers by struct type; nil means nothing to share.
+var sharers sync.Map // reflect.Type -> *Sharer
 
-// For returns the plan of struct type t, or nil when t has no field it
+// SharerFor returns the sharer of struct type t, or nil when t has no field it
 // can share.
-func For(t reflect.Type) *Plan {
-	if p, ok := plans.Load(t); ok {
-		return p.(*Plan)
+func SharerFor(t reflect.Type) *Sharer {
+	if p, ok := sharers.Load(t); ok {
+		return p.(*Sharer)
 	}
 	// Building reads t only: two callers may build at once, and the first
 	// plan stored is kept.
-	p := build(t, map[reflect.Type]*Plan{})
+	p := buildSharer(t, map[reflect.Type]*Sharer{})
 	if len(p.fields) == 0 {
 		p = nil
 	}
-	kept, _ := plans.LoadOrStore(t, p)
-	return kept.(*Plan)
+	kept, _ := sharers.LoadOrStore(t, p)
+	return kept.(*Sharer)
 }
 
-func build(t reflect.Type, building map[reflect.Type]*Plan) *Plan {
+func buildSharer(t reflect.Type, building map[reflect.Type]*Sharer) *Sharer {
 	if p, ok := building[t]; ok {
 		return p
 	}
-	p := &Plan{}
+	p := &Sharer{}
 	building[t] = p
-	for _, pf := range protofield.BytesFields(t) {
-		f := field{index: pf.Index}
+	for _, pf := range bytesFields(t) {
+		f := shareField{index: pf.index}
 		switch {
-		case pf.Kind == protofield.Message:
-			f.kind, f.sub = embed, build(pf.Type, building)
-		case pf.Kind == protofield.MessagePointer:
-			f.kind, f.sub = pointer, build(pf.Type.Elem(), building)
-		case pf.Kind == protofield.MessageSlice:
-			f.kind = elements
-		case pf.Type.Kind() == reflect.String || pf.Type.Kind() == reflect.Slice || pf.Type.Kind() == reflect.Map:
-			f.kind = whole
+		case pf.kind == bytesMessage:
+			f.kind, f.sub = shareEmbed, buildSharer(pf.typ, building)
+		case pf.kind == bytesMessagePtr:
+			f.kind, f.sub = sharePointer, buildSharer(pf.typ.Elem(), building)
+		case pf.kind == bytesMessages:
+			f.kind = shareElements
+		case pf.typ.Kind() == reflect.String || pf.typ.Kind() == reflect.Slice || pf.typ.Kind() == reflect.Map:
+			f.kind = shareWhole
 		default:
 			continue
 		}
-		p.fields = protofield.ByNumber(p.fields, pf.Number, f)
+		p.fields = byNumber(p.fields, pf.num, f)
 	}
 	return p
 }
@@ -110,7 +104,7 @@ func build(t reflect.Type, building map[reflect.Type]*Plan) *Plan {
 // slice; the others were decoded, in order.
 type Shared struct {
 	depth int
-	path  [Depth]int
+	path  [ShareDepth]int
 	mask  uint64
 	count int
 }
@@ -127,20 +121,20 @@ func (s Shared) Partial() bool { return s.mask != 0 }
 type Scratch struct {
 	Rest   []byte
 	Shared []Shared
-	levels [Depth]level
+	levels [ShareDepth]level
 }
 
 // level holds the buffers of one message level: the spans of both
 // encodings and, below the object, the rewritten bytes.
 type level struct {
-	old, new []span
+	old, new []fieldSpan
 	out      []byte
 }
 
-// span is where one field's occurrences lie in a message's bytes: from the
+// fieldSpan is where one field's occurrences lie in a message's bytes: from the
 // first's key to the last's end. runs counts the stretches they make; a
 // field whose occurrences are interleaved with others' is never shared.
-type span struct {
+type fieldSpan struct {
 	start, end int
 	count      int
 	runs       int
@@ -148,13 +142,13 @@ type span struct {
 }
 
 // Strip compares old and new, the encodings of two versions of one message
-// of the plan's type, and returns in s.Rest the old encoding without the
+// of the sharer's type, and returns in s.Rest the old encoding without the
 // fields new encodes identically, and in s.Shared those fields. Decode
-// s.Rest, then Apply s.Shared. With no field shared, s.Shared is empty:
+// s.Rest, then ApplyShared s.Shared. With no field shared, s.Shared is empty:
 // decode old itself.
-func (p *Plan) Strip(old, new []byte, s *Scratch) error {
+func (p *Sharer) Strip(old, new []byte, s *Scratch) error {
 	s.Shared = s.Shared[:0]
-	rest, stripped, err := p.strip(old, new, s, 0, [Depth]int{}, s.Rest[:0])
+	rest, stripped, err := p.strip(old, new, s, 0, [ShareDepth]int{}, s.Rest[:0])
 	s.Rest = rest
 	if err != nil || !stripped {
 		s.Rest, s.Shared = s.Rest[:0], s.Shared[:0]
@@ -166,10 +160,10 @@ func (p *Plan) Strip(old, new []byte, s *Scratch) error {
 type decision uint8
 
 const (
-	decode  decision = iota // kept in the bytes to decode
-	share                   // stripped: the new object's value is taken
-	descend                 // a message compared field by field
-	some                    // a slice whose equal elements are stripped
+	keepBytes  decision = iota // kept in the bytes to decode
+	shareValue                 // stripped: the new object's value is taken
+	descend                    // a message compared field by field
+	some                       // a slice whose equal elements are stripped
 )
 
 // equalElements compares two runs of one repeated field, occurrence by
@@ -200,7 +194,7 @@ const maxDecisions = 64
 // strip appends to out the bytes of old without the fields new encodes
 // identically, records those in s.Shared, and reports whether it stripped
 // any. path holds the struct field indexes down to this message.
-func (p *Plan) strip(old, new []byte, s *Scratch, depth int, path [Depth]int, out []byte) ([]byte, bool, error) {
+func (p *Sharer) strip(old, new []byte, s *Scratch, depth int, path [ShareDepth]int, out []byte) ([]byte, bool, error) {
 	if len(p.fields) > maxDecisions {
 		return out, false, nil
 	}
@@ -219,15 +213,15 @@ func (p *Plan) strip(old, new []byte, s *Scratch, depth int, path [Depth]int, ou
 		f := &p.fields[num]
 		o, n := lv.old[num], lv.new[num]
 		switch {
-		case f.kind == skip || o.count == 0 || n.count == 0:
+		case f.kind == shareNone || o.count == 0 || n.count == 0:
 		case o.runs == 1 && n.runs == 1 && bytes.Equal(old[o.start:o.end], new[n.start:n.end]):
-			decisions[num] = share
+			decisions[num] = shareValue
 			path[depth] = f.index
 			s.Shared = append(s.Shared, Shared{depth: depth + 1, path: path})
 			stripped = true
-		case (f.kind == embed || f.kind == pointer) && o.count == 1 && n.count == 1 && depth+1 < Depth:
+		case (f.kind == shareEmbed || f.kind == sharePointer) && o.count == 1 && n.count == 1 && depth+1 < ShareDepth:
 			decisions[num] = descend
-		case f.kind == elements && o.runs == 1 && n.runs == 1 && o.count == n.count && o.count <= 64:
+		case f.kind == shareElements && o.runs == 1 && n.runs == 1 && o.count == n.count && o.count <= 64:
 			mask, err := equalElements(old[o.start:o.end], new[n.start:n.end])
 			if err != nil {
 				return out, false, err
@@ -252,11 +246,11 @@ func (p *Plan) strip(old, new []byte, s *Scratch, depth int, path [Depth]int, ou
 		field := old[pos : pos+end]
 		pos += end
 		num := key >> 3
-		if num >= uint64(len(p.fields)) || decisions[num] == decode {
+		if num >= uint64(len(p.fields)) || decisions[num] == keepBytes {
 			out = append(out, field...)
 			continue
 		}
-		if decisions[num] == share {
+		if decisions[num] == shareValue {
 			continue
 		}
 		if decisions[num] == some {
@@ -291,9 +285,9 @@ func (p *Plan) strip(old, new []byte, s *Scratch, depth int, path [Depth]int, ou
 }
 
 // spans returns where each field of the plan lies in data, in buf (reused).
-func (p *Plan) spans(data []byte, buf []span) ([]span, error) {
+func (p *Sharer) spans(data []byte, buf []fieldSpan) ([]fieldSpan, error) {
 	if cap(buf) < len(p.fields) {
-		buf = make([]span, len(p.fields))
+		buf = make([]fieldSpan, len(p.fields))
 	}
 	buf = buf[:len(p.fields)]
 	clear(buf)
@@ -305,7 +299,7 @@ func (p *Plan) spans(data []byte, buf []span) ([]span, error) {
 			return buf, err
 		}
 		num := key >> 3
-		if num < uint64(len(buf)) && p.fields[num].kind != skip {
+		if num < uint64(len(buf)) && p.fields[num].kind != shareNone {
 			if key&7 != 2 {
 				return buf, ErrNotProtobuf
 			}
@@ -368,14 +362,14 @@ func fieldEnd(data []byte, keyLen int, wire uint64) (int, error) {
 	return 0, ErrNotProtobuf
 }
 
-// Apply sets the fields of old (a pointer to the plan's struct, decoded
+// ApplyShared sets the fields of old (a pointer to the sharer's struct, decoded
 // from Strip's Rest) listed in shared to new's values (the same type, the
 // object decoded from the new encoding); a slice shared element by element
 // gets the new slice's equal elements in their places. It fails, leaving
 // old partly set, when new is not what its encoding decodes to (a message
 // shared field by field is missing, a slice has another length): decode
 // old in full then.
-func Apply(old, new reflect.Value, shared []Shared) error {
+func ApplyShared(old, new reflect.Value, shared []Shared) error {
 	for _, sh := range shared {
 		o, n := old.Elem(), new.Elem()
 		for d := 0; d < sh.depth-1; d++ {

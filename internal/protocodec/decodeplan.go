@@ -1,15 +1,8 @@
-// Package protodecode decodes the protobuf encoding of a Kubernetes API
-// object the way its generated Unmarshal does, but shares the encoding
-// instead of copying from it: every string and []byte of the object points
-// into the buffer it was decoded from. The store decodes each read this
-// way, from a buffer of its own that nothing writes again, and the
-// reflector each WATCH event's object, from the bytes the event carried.
-package protodecode
+package protocodec
 
 import (
 	"fmt"
 	"reflect"
-	"strconv"
 	"strings"
 	"sync"
 	"unsafe"
@@ -26,8 +19,8 @@ import (
 // readers); client-go's informer pays none of it, and controller-runtime's
 // deep copy shares the strings.
 //
-// A Plan is the type's decoder, built once from its gogo struct tags
-// (`protobuf:"bytes,2,rep,name=containers"`): for each field number, where
+// A Decoder is built once for a type from its struct tags (tags.go): for
+// each field number, where
 // the field lies in the struct and how its value is decoded. Strings and
 // []byte are made on the buffer; a []byte gets no spare capacity, so an
 // append to it copies instead of writing over what follows. A message's
@@ -42,8 +35,8 @@ import (
 // Unmarshal fails; the tests compare both on every built-in type, on
 // fuzzed objects and on damaged encodings.
 
-// Plan decodes one struct type.
-type Plan struct {
+// Decoder decodes one struct type.
+type Decoder struct {
 	name    string
 	fields  []field // by field number; kind skip for the numbers it lacks
 	counted int     // fields counted before decoding (slots 0..counted-1)
@@ -114,7 +107,7 @@ type field struct {
 type msgType struct {
 	typ    reflect.Type
 	size   uintptr
-	plan   *Plan
+	plan   *Decoder
 	method func(p unsafe.Pointer, b []byte) error
 }
 
@@ -135,34 +128,36 @@ func (m *msgType) decode(p unsafe.Pointer, b []byte) error {
 	return m.method(p, b)
 }
 
-// maxCounted bounds the counted fields of one message (PodSpec has 9);
-// the counters live on the stack. Fields past it grow as they fill.
+// maxCounted bounds the counted fields of one message (PodSpec has 9, no
+// built-in type more than 10); the counters live on the stack. The
+// decoder grows the fields past it as they fill; the presizer leaves them
+// to Unmarshal.
 const maxCounted = 32
 
 var (
-	plans   sync.Map // reflect.Type -> *Plan; nil: not decodable here
-	buildMu sync.Mutex
+	decoders   sync.Map // reflect.Type -> *Decoder; nil: not decodable here
+	decodersMu sync.Mutex
 )
 
-// For returns the plan of struct type t, or nil when a type it holds
-// cannot be decoded by tags and has no Unmarshal of its own (the caller
-// then uses the type's generated Unmarshal).
-func For(t reflect.Type) *Plan {
-	if p, ok := plans.Load(t); ok {
-		return p.(*Plan)
+// DecoderFor returns the decoder of struct type t, or nil when a type it
+// holds cannot be decoded by tags and has no Unmarshal of its own (the
+// caller then uses the type's generated Unmarshal).
+func DecoderFor(t reflect.Type) *Decoder {
+	if p, ok := decoders.Load(t); ok {
+		return p.(*Decoder)
 	}
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	if p, ok := plans.Load(t); ok {
-		return p.(*Plan)
+	decodersMu.Lock()
+	defer decodersMu.Unlock()
+	if p, ok := decoders.Load(t); ok {
+		return p.(*Decoder)
 	}
 	b := builder{msgs: map[reflect.Type]*msgType{}}
 	m := b.message(t)
-	var p *Plan
+	var p *Decoder
 	if b.err == nil && m.plan != nil {
 		p = m.plan
 	}
-	plans.Store(t, p)
+	decoders.Store(t, p)
 	return p
 }
 
@@ -170,13 +165,9 @@ func For(t reflect.Type) *Plan {
 // obj points to, as the type's generated Unmarshal would. The object's
 // strings and byte slices point into data, which must never be written
 // again while the object lives.
-func (p *Plan) Decode(obj unsafe.Pointer, data []byte) error {
+func (p *Decoder) Decode(obj unsafe.Pointer, data []byte) error {
 	return p.decode(obj, data)
 }
-
-type unmarshaler interface{ Unmarshal([]byte) error }
-
-var unmarshalerType = reflect.TypeFor[unmarshaler]()
 
 type builder struct {
 	msgs map[reflect.Type]*msgType
@@ -236,27 +227,8 @@ func hasTags(t reflect.Type) bool {
 	return false
 }
 
-// tagInfo is a parsed gogo struct tag: "bytes,2,rep,name=containers". Its
-// "rep" is not read: the Go type says whether a field repeats.
-type tagInfo struct {
-	wire string
-	num  int
-}
-
-func parseTag(tag string) (tagInfo, bool) {
-	parts := strings.Split(tag, ",")
-	if len(parts) < 3 {
-		return tagInfo{}, false
-	}
-	num, err := strconv.Atoi(parts[1])
-	if err != nil || num <= 0 || num > 1<<12 {
-		return tagInfo{}, false
-	}
-	return tagInfo{wire: parts[0], num: num}, true
-}
-
-func (b *builder) plan(t reflect.Type) *Plan {
-	p := &Plan{name: t.Name()}
+func (b *builder) plan(t reflect.Type) *Decoder {
+	p := &Decoder{name: t.Name()}
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		tag := sf.Tag.Get("protobuf")
@@ -288,7 +260,7 @@ func (b *builder) plan(t reflect.Type) *Plan {
 	return p
 }
 
-func (b *builder) fieldKind(f *field, sf reflect.StructField, ti tagInfo) {
+func (b *builder) fieldKind(f *field, sf reflect.StructField, ti tag) {
 	ft := sf.Type
 	// The Go type says what the field is, as the .proto the code was
 	// generated from does; a tag may say otherwise (SecretVolumeSource's
@@ -350,7 +322,7 @@ func (b *builder) fieldKind(f *field, sf reflect.StructField, ti tagInfo) {
 	}
 }
 
-// mapKind plans a map field: string keys, and values that are strings,
+// mapKind decoders a map field: string keys, and values that are strings,
 // bytes or messages, as the generated code of Kubernetes types has them.
 func (b *builder) mapKind(f *field, sf reflect.StructField) {
 	f.kind = kMap
