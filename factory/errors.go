@@ -3,9 +3,10 @@ package factory
 import "errors"
 
 var (
-	// ErrUnknownType means a typed factory was asked for an informer of a
-	// type that client-go's scheme does not know.
-	ErrUnknownType = errors.New("type is not in client-go's scheme")
+	// ErrUnknownType means a typed or generated factory was asked for an
+	// informer of a type that its scheme (client-go's for the typed
+	// factory) does not know.
+	ErrUnknownType = errors.New("type is not in the factory's scheme")
 	// ErrNoClient means the clientset has no typed client (List and Watch)
 	// for the type.
 	ErrNoClient = errors.New("clientset has no typed client for the type")

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/factory"
@@ -27,16 +28,29 @@ import (
 func openCache(t *testing.T) (*boltinformer.Cache, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "cache.db")
-	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
+	c, err := boltinformer.Open(path, testOptions(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c, path
 }
 
+// testOptions are the options of a test's cache: no fsync, and its log
+// lines on t.
+func testOptions(t *testing.T) boltinformer.Options {
+	return boltinformer.Options{NoSync: true, Logger: ktesting.NewLogger(t, ktesting.NewConfig())}
+}
+
+// startable is what the typed and generated factories share.
+type startable interface {
+	StartWithContext(ctx context.Context)
+	Shutdown()
+	WaitForCacheSyncWithContext(ctx context.Context) cache.SyncResult
+}
+
 // startFactory starts f's informers and waits for their sync; when the
 // test ends it stops them and closes c.
-func startFactory(t *testing.T, c *boltinformer.Cache, f informers.SharedInformerFactory) {
+func startFactory(t *testing.T, c *boltinformer.Cache, f startable) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	f.StartWithContext(ctx)

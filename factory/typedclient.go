@@ -9,8 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
@@ -35,6 +33,12 @@ var (
 	watchType       = reflect.TypeFor[watch.Interface]()
 	errorType       = reflect.TypeFor[error]()
 	objectType      = reflect.TypeFor[runtime.Object]()
+	// protobufType is what the types with generated protobuf methods
+	// (those of k8s.io/api) have, and custom resources' types lack.
+	protobufType = reflect.TypeFor[interface {
+		Marshal() ([]byte, error)
+		Unmarshal([]byte) error
+	}]()
 )
 
 // findTypedClient finds the typed client of objects of type t in client's
@@ -42,8 +46,11 @@ var (
 // with a resource method (a namespace argument or none) whose client's Get
 // returns t and which can List and Watch. It looks at types only, calling
 // nothing.
-func findTypedClient(client kubernetes.Interface, t reflect.Type) (typedClient, error) {
+func findTypedClient(client any, t reflect.Type) (typedClient, error) {
 	ct := reflect.TypeOf(client)
+	if ct == nil {
+		return typedClient{}, fmt.Errorf("%w: %v: the clientset is nil", ErrNoClient, t)
+	}
 	for i := 0; i < ct.NumMethod(); i++ {
 		gm := ct.Method(i).Type // with the receiver as In(0)
 		if gm.NumIn() != 1 || gm.NumOut() != 1 || gm.Out(0).Kind() != reflect.Interface {
@@ -63,6 +70,11 @@ func findTypedClient(client kubernetes.Interface, t reflect.Type) (typedClient, 
 	}
 	return typedClient{}, fmt.Errorf("%w: %v", ErrNoClient, t)
 }
+
+// resourceName is the resource the client lists and watches ("pods"):
+// its method's name in lower case, as client-gen names both from the
+// resource's plural.
+func (tc typedClient) resourceName() string { return strings.ToLower(tc.resource) }
 
 // servesType reports whether rt (a resource client interface) gets objects
 // of type t and has List(ctx, ListOptions) and Watch(ctx, ListOptions).
@@ -84,21 +96,31 @@ func callsWithListOptions(m reflect.Type) bool {
 		m.NumOut() == 2 && m.Out(1) == errorType
 }
 
-// listWatch returns a ListerWatcher making the requests of client-go's
-// generated informer: tweak, then client.Group().Resource(namespace).List
-// or Watch. Through a real REST client it is a reflector.ListWatch, which
-// makes those requests itself (the resource's name is the resource
-// method's, in lower case, as client-gen names both) and decodes each WATCH
-// response on every core; a client without one (a fake clientset) is
-// called as is. copyStrings is the informer's CopyStrings, for the WATCH
-// events' objects too.
-func (tc typedClient) listWatch(client kubernetes.Interface, namespace string, tweak func(*metav1.ListOptions), copyStrings bool) cache.ListerWatcher {
+// listWatchOptions is how a typed client's ListWatch decodes.
+type listWatchOptions struct {
+	// copyStrings is the informer's CopyStrings, for the WATCH events'
+	// objects too.
+	copyStrings bool
+	// preferProtobuf asks for protobuf, as client-go's generated clients
+	// do for the types of k8s.io/api; set only for a type with protobuf
+	// methods, never for a custom resource's, which the apiserver serves
+	// as JSON.
+	preferProtobuf bool
+}
+
+// listWatch returns a ListerWatcher making the requests of the generated
+// informer: tweak, then client.Group().Resource(namespace).List or Watch.
+// Through a real REST client it is a reflector.ListWatch, which makes
+// those requests itself (to resourceName) and decodes each WATCH response on
+// every core with s, the scheme of the clientset's types; a client without
+// one (a fake clientset) is called as is.
+func (tc typedClient) listWatch(client any, s *runtime.Scheme, namespace string, tweak func(*metav1.ListOptions), opts listWatchOptions) cache.ListerWatcher {
 	if rc := tc.restClient(client); rc != nil {
-		return reflector.NewListWatch(rc, strings.ToLower(tc.resource), scheme.Scheme, reflector.ListWatchOptions{
+		return reflector.NewListWatch(rc, tc.resourceName(), s, reflector.ListWatchOptions{
 			Namespace:        namespace,
-			PreferProtobuf:   true,
+			PreferProtobuf:   opts.preferProtobuf,
 			TweakListOptions: tweak,
-			CopyStrings:      copyStrings,
+			CopyStrings:      opts.copyStrings,
 		})
 	}
 	return tc.clientListWatch(client, namespace, tweak)
@@ -106,7 +128,7 @@ func (tc typedClient) listWatch(client kubernetes.Interface, namespace string, t
 
 // restClient returns the REST client of tc's group client, or nil when it
 // has none (fake clientsets return a nil one).
-func (tc typedClient) restClient(client kubernetes.Interface) *rest.RESTClient {
+func (tc typedClient) restClient(client any) *rest.RESTClient {
 	m := reflect.ValueOf(client).Method(tc.group).Call(nil)[0].MethodByName("RESTClient")
 	if !m.IsValid() || m.Type().NumIn() != 0 || m.Type().NumOut() != 1 {
 		return nil
@@ -117,7 +139,7 @@ func (tc typedClient) restClient(client kubernetes.Interface) *rest.RESTClient {
 
 // clientListWatch returns a ListerWatcher calling the typed client:
 // client.Group().Resource(namespace).List or Watch, after tweak.
-func (tc typedClient) clientListWatch(client kubernetes.Interface, namespace string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
+func (tc typedClient) clientListWatch(client any, namespace string, tweak func(*metav1.ListOptions)) cache.ListerWatcher {
 	var args []reflect.Value
 	if tc.namespaced {
 		args = []reflect.Value{reflect.ValueOf(namespace)}
