@@ -41,8 +41,7 @@ type CheckOptions struct {
 // migrated or reverted), which Open refuses. A file that cannot be opened
 // at all is one problem that says why. It never writes.
 func Check(path string, opts CheckOptions, lockTimeout time.Duration) []Problem {
-	mode := ValidatePages
-	b, err := OpenBolt(path, BoltOptions{ReadOnly: true, LockTimeout: lockTimeout, Validate: &mode})
+	b, err := OpenBolt(path, BoltOptions{ReadOnly: true, LockTimeout: lockTimeout})
 	if err != nil {
 		return []Problem{{What: err.Error()}}
 	}

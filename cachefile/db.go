@@ -42,11 +42,6 @@ type Options struct {
 	Now func() time.Time
 	// InitialMmapSize is passed to bbolt (bytes); zero keeps bbolt's default.
 	InitialMmapSize int
-	// Validate chooses how much of the file is checked before bbolt maps
-	// it. The zero value is ValidateMeta for a read-only open and
-	// ValidatePages for a writable one, whose open bbolt itself makes walk
-	// every page (and a damaged page would take the process down).
-	Validate *ValidateMode
 	// Unsynced builds a new file without fsync until MakeDurable (or a
 	// clean Close), behind the marker PATH.unsynced (see unsynced.go). It
 	// applies only when this open creates the file, or finds it empty;
@@ -114,7 +109,6 @@ func Open(path string, opts Options) (*DB, error) {
 		ReadOnly:        opts.ReadOnly,
 		NoSync:          opts.NoSync || unsynced,
 		InitialMmapSize: opts.InitialMmapSize,
-		Validate:        opts.Validate,
 		markerChecked:   !opts.ReadOnly,
 	})
 	if err != nil {
@@ -181,8 +175,6 @@ type BoltOptions struct {
 	InitialMmapSize int
 	// MustExist refuses to create a missing file (always so when ReadOnly).
 	MustExist bool
-	// Validate: see Options.Validate.
-	Validate *ValidateMode
 	// markerChecked: Open dealt with the marker of an unsynced build
 	// already; otherwise a file with a marker is refused (ErrNotDurable).
 	markerChecked bool
@@ -191,8 +183,15 @@ type BoltOptions struct {
 // OpenBolt validates the file at path and opens it with bbolt and the
 // options every boltinformer file uses (hashmap freelist, NoFreelistSync).
 // It is for tools that work below the store level (migrations); it does not
-// look at the schema. The lock is taken before the file is read, so a file
-// being written by another process is reported as ErrLocked, never as damaged.
+// look at the schema.
+//
+// Every page bbolt can reach is validated (ValidatePages), read-only opens
+// included: bbolt reads pages lazily and trusts them, a writable open walks
+// them all in a goroutine whose panic no caller can recover, and so does
+// Tx.Check on any open. The file is validated under the lock bbolt then
+// holds (taken on the very file bbolt opens), so a file being written by
+// another process is reported as ErrLocked, never as damaged, and no
+// writer changes it between the validation and bbolt's open.
 func OpenBolt(path string, opts BoltOptions) (*bolt.DB, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = DefaultLockTimeout
@@ -205,17 +204,26 @@ func OpenBolt(path string, opts BoltOptions) (*bolt.DB, error) {
 		return nil, fmt.Errorf("open %s: %w: not a regular file", path, ErrNotCacheFile)
 	case err == nil && fi.Size() == 0 && opts.ReadOnly:
 		return nil, fmt.Errorf("open %s: %w: the file is empty", path, ErrNotCacheFile)
-	case err == nil:
-		mode := ValidatePages
-		if opts.ReadOnly {
-			mode = ValidateMeta
-		}
-		if opts.Validate != nil {
-			mode = *opts.Validate
-		}
-		if err := validateLocked(path, mode, opts.LockTimeout); err != nil {
+	}
+	// openErr is the error of openValidated, returned as it is rather than
+	// wrapped by bbolt's open.
+	var openErr error
+	openValidated := func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, perm)
+		if err != nil {
 			return nil, err
 		}
+		if err := flockBolt(f, path, opts.ReadOnly, opts.LockTimeout); err != nil {
+			_ = f.Close()
+			openErr = err
+			return nil, err
+		}
+		if _, err := validateFile(f, path, ValidatePages); err != nil {
+			_ = f.Close()
+			openErr = err
+			return nil, err
+		}
+		return f, nil
 	}
 	b, err := bolt.Open(path, 0o600, &bolt.Options{
 		Timeout:         opts.LockTimeout,
@@ -226,7 +234,11 @@ func OpenBolt(path string, opts BoltOptions) (*bolt.DB, error) {
 		FreelistType:    bolt.FreelistMapType,
 		InitialMmapSize: opts.InitialMmapSize,
 		PageSize:        PageSize,
+		OpenFile:        openValidated,
 	})
+	if openErr != nil {
+		return nil, openErr
+	}
 	if err != nil {
 		return nil, classifyOpenError(path, opts.LockTimeout, err)
 	}
@@ -243,17 +255,6 @@ func OpenBolt(path string, opts BoltOptions) (*bolt.DB, error) {
 	}
 	b.AllocSize = AllocSize
 	return b, nil
-}
-
-// validateLocked validates the file under a shared lock, so that no writer
-// changes it while it is read.
-func validateLocked(path string, mode ValidateMode, timeout time.Duration) error {
-	unlock, err := lockShared(path, timeout)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	return Validate(path, mode)
 }
 
 func classifyOpenError(path string, timeout time.Duration, err error) error {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Resolve returns the file a path names, following symbolic links, so that
@@ -63,9 +62,11 @@ func BoltCheck(tx *bolt.Tx) error {
 }
 
 // ClaimDestination refuses an existing path unless force is set, and then
-// holds its bbolt lock (when it is a bbolt file) until release, so that a
+// holds the lock bbolt takes for a writer on it until release, so that a
 // file in use by another process is never replaced. A lock held beyond
-// timeout is ErrLocked.
+// timeout is ErrLocked. The lock is taken without bbolt, which would walk
+// every page of the file it replaces: a damaged one is what a restore is
+// often for.
 func ClaimDestination(path string, force bool, timeout time.Duration) (release func(), err error) {
 	fi, err := os.Stat(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -80,16 +81,16 @@ func ClaimDestination(path string, force bool, timeout time.Duration) (release f
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: %s is not a regular file", ErrExists, path)
 	}
-	if fi.Size() == 0 {
-		return func() {}, nil
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("claim %s: %w", path, err)
 	}
-	held, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
-	switch {
-	case err == nil:
-		return func() { _ = held.Close() }, nil
-	case errors.Is(err, bolterrors.ErrTimeout):
-		return nil, fmt.Errorf("%w: %s (waited %s)", ErrLocked, path, timeout)
+	if err := flockExclusive(f, path, timeout); err != nil {
+		_ = f.Close()
+		if errors.Is(err, ErrLocked) {
+			return nil, fmt.Errorf("%w: %s (waited %s)", ErrLocked, path, timeout)
+		}
+		return nil, err
 	}
-	// Not a bbolt file: nobody can be using it as a cache.
-	return func() {}, nil
+	return func() { _ = f.Close() }, nil
 }

@@ -17,32 +17,37 @@ func lockShared(path string, timeout time.Duration) (unlock func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	deadline := time.Now().Add(timeout)
-	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
-		if err == nil {
-			return func() {
-				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-				_ = f.Close()
-			}, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			_ = f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
-		}
-		if time.Now().After(deadline) {
-			_ = f.Close()
-			return nil, lockedError(path, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := flockWait(f, path, syscall.LOCK_SH, timeout); err != nil {
+		_ = f.Close()
+		return nil, err
 	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
+	}, nil
 }
 
 // flockExclusive takes an exclusive flock on f within timeout.
 func flockExclusive(f *os.File, path string, timeout time.Duration) error {
+	return flockWait(f, path, syscall.LOCK_EX, timeout)
+}
+
+// flockBolt takes on f the flock bbolt takes for an open: shared when
+// readOnly, exclusive otherwise. bbolt's own flock on the same open file
+// then succeeds at once.
+func flockBolt(f *os.File, path string, readOnly bool, timeout time.Duration) error {
+	how := syscall.LOCK_EX
+	if readOnly {
+		how = syscall.LOCK_SH
+	}
+	return flockWait(f, path, how, timeout)
+}
+
+// flockWait takes the flock how on f, retrying until timeout (ErrLocked).
+func flockWait(f *os.File, path string, how int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		err := syscall.Flock(int(f.Fd()), how|syscall.LOCK_NB)
 		if err == nil {
 			return nil
 		}

@@ -1,7 +1,6 @@
 package cachefile
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -13,11 +12,12 @@ import (
 )
 
 // This file checks a file's bbolt structure with plain, bounds-checked
-// reads before bbolt maps it. bbolt trusts its pages: a truncated file or
-// one flipped byte in a page header makes it fault or panic, and with
-// NoFreelistSync it walks every page on a writable open, in a goroutine
-// whose panic no caller can recover. Nothing here can fault: every offset
-// is checked against the bytes actually read.
+// reads before bbolt maps it: the meta pages here, the page tree in
+// pages.go. bbolt trusts its pages: a truncated file or one flipped byte
+// in a page or element header makes it fault or panic, and with
+// NoFreelistSync it walks every page on a writable open and in Tx.Check,
+// in a goroutine whose panic no caller can recover. Nothing here can
+// fault: every offset is checked against the bytes actually read.
 
 // bbolt's on-disk constants (go.etcd.io/bbolt internal/common), for the
 // little-endian machines this project builds for.
@@ -43,10 +43,15 @@ type ValidateMode uint8
 
 const (
 	// ValidateMeta checks the meta pages and the file's length against the
-	// high-water page id: a few reads, whatever the file's size.
+	// high-water page id: a few reads, whatever the file's size. It is not
+	// enough for bbolt to read the file safely; every open validates pages.
 	ValidateMeta ValidateMode = iota
-	// ValidatePages also walks every page reachable from the root and
-	// checks each one's id, type and element bounds: it reads the file once.
+	// ValidatePages also walks every page reachable from the root, as
+	// bbolt does, and checks each page's id, type and overflow, every
+	// element header (its key, and a leaf's value, inside the page after
+	// the headers; keys in order within the parent's bounds; child pages
+	// in range and reached once; nested and inline buckets likewise) and
+	// a synced freelist: it reads the file once.
 	ValidatePages
 )
 
@@ -78,6 +83,11 @@ func walkFile(path string, mode ValidateMode) (*pageWalker, error) {
 		return nil, fmt.Errorf("validate %s: %w", path, err)
 	}
 	defer f.Close()
+	return validateFile(f, path, mode)
+}
+
+// validateFile is walkFile on the open file f, named path in errors.
+func validateFile(f *os.File, path string, mode ValidateMode) (*pageWalker, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("validate %s: %w", path, err)
@@ -241,241 +251,4 @@ func parseMetaAt(r io.ReaderAt, off, size int64) (boltMeta, error) {
 		return boltMeta{}, fmt.Errorf("meta page at offset %d: page size %d", off, m.pageSize)
 	}
 	return m, nil
-}
-
-// pageWalker visits the page tree of one meta page.
-type pageWalker struct {
-	r    io.ReaderAt
-	meta boltMeta
-	seen []uint64 // bit set of the page ids visited
-	size int64    // the file's length
-	// onPage, when set, is told every tree page visited (for tests).
-	onPage func(id uint64, flags uint16)
-	// bufs holds a page buffer per depth of the walk: a page is needed
-	// until its subtree is walked, and the pages on one path have distinct
-	// depths, so the walk of a file allocates a path's worth of buffers
-	// rather than the file's size (a warm start validates the whole file).
-	bufs [maxDepth + 2][]byte
-}
-
-// maxDepth bounds nesting of buckets and branch pages (bbolt trees are a
-// few levels deep; a cycle is caught by seen before this).
-const maxDepth = 64
-
-// readPage reads page id with its overflow pages into *buf (grown as
-// needed; nil: a new buffer) and checks its header.
-func (w *pageWalker) readPage(id uint64, buf *[]byte) ([]byte, error) {
-	if id < 2 || id >= w.meta.pgid {
-		return nil, fmt.Errorf("page id %d is outside the file's pages 2..%d", id, w.meta.pgid-1)
-	}
-	if w.seen[id/64]&(1<<(id%64)) != 0 {
-		return nil, fmt.Errorf("page %d is reachable twice", id)
-	}
-	w.seen[id/64] |= 1 << (id % 64)
-	ps := int64(w.meta.pageSize)
-	if buf == nil {
-		buf = new([]byte)
-	}
-	if int64(cap(*buf)) < ps {
-		*buf = make([]byte, ps)
-	}
-	head := (*buf)[:ps]
-	if _, err := w.r.ReadAt(head, int64(id)*ps); err != nil {
-		return nil, fmt.Errorf("page %d: %w", id, err)
-	}
-	if got := binary.LittleEndian.Uint64(head[0:]); got != id {
-		return nil, fmt.Errorf("page %d says it is page %d", id, got)
-	}
-	overflow := uint64(binary.LittleEndian.Uint32(head[12:]))
-	if overflow == 0 {
-		return head, nil
-	}
-	if id+overflow >= w.meta.pgid {
-		return nil, fmt.Errorf("page %d has %d overflow pages, past the file's last page %d", id, overflow, w.meta.pgid-1)
-	}
-	for o := id + 1; o <= id+overflow; o++ {
-		w.seen[o/64] |= 1 << (o % 64)
-	}
-	size := int64(overflow+1) * ps
-	if int64(cap(*buf)) < size {
-		grown := make([]byte, size)
-		copy(grown, head)
-		*buf = grown
-	}
-	full := (*buf)[:size]
-	if _, err := w.r.ReadAt(full[ps:], int64(id+1)*ps); err != nil {
-		return nil, fmt.Errorf("page %d overflow: %w", id, err)
-	}
-	return full, nil
-}
-
-// walkBucket checks the tree of a bucket: rooted at page root, or, when
-// root is 0, the inline page held in the bucket's value.
-func (w *pageWalker) walkBucket(root uint64, inline []byte, depth int) error {
-	if depth > maxDepth {
-		return fmt.Errorf("buckets nested deeper than %d", maxDepth)
-	}
-	if root == 0 {
-		_, err := w.walkPage(inline, inlinePage, depth, true, nil, nil)
-		return err
-	}
-	_, err := w.walkTree(root, depth, nil, nil)
-	return err
-}
-
-// walkTree checks the subtree at page id, whose keys must lie in
-// [minClosed, maxOpen) (nil: unbounded), as bbolt's own check demands; it
-// returns the subtree's largest key.
-func (w *pageWalker) walkTree(id uint64, depth int, minClosed, maxOpen []byte) ([]byte, error) {
-	if depth > maxDepth {
-		return nil, fmt.Errorf("page %d: tree deeper than %d", id, maxDepth)
-	}
-	p, err := w.readPage(id, &w.bufs[depth])
-	if err != nil {
-		return nil, err
-	}
-	if w.onPage != nil {
-		w.onPage(id, binary.LittleEndian.Uint16(p[8:]))
-	}
-	return w.walkPage(p, pageName(id), depth, false, minClosed, maxOpen)
-}
-
-// pageName names a page in an error: its id, or inlinePage. It is
-// formatted only when an error is, so the walk allocates no name per page.
-type pageName uint64
-
-// inlinePage names a bucket's inline page (page ids 0 and 1 are meta pages).
-const inlinePage pageName = 0
-
-func (n pageName) String() string {
-	if n == inlinePage {
-		return "inline page"
-	}
-	return fmt.Sprintf("page %d", uint64(n))
-}
-
-// checkKeyOrder checks one key against the previous one and the bounds.
-func checkKeyOrder(name pageName, i int, key, prev, maxOpen []byte) error {
-	if prev != nil && bytes.Compare(prev, key) >= 0 && (i > 0 || bytes.Compare(prev, key) > 0) {
-		return fmt.Errorf("%s: key %d is out of order", name, i)
-	}
-	if maxOpen != nil && bytes.Compare(key, maxOpen) >= 0 {
-		return fmt.Errorf("%s: key %d is not below its parent's next key", name, i)
-	}
-	return nil
-}
-
-// walkPage checks one branch or leaf page and descends into its children
-// and nested buckets. Keys of tree pages (not inline ones, which bbolt does
-// not order-check either) must be ordered within [minClosed, maxOpen).
-func (w *pageWalker) walkPage(p []byte, name pageName, depth int, inline bool, minClosed, maxOpen []byte) ([]byte, error) {
-	le := binary.LittleEndian
-	if len(p) < pageHeaderSize {
-		return nil, fmt.Errorf("%s: %d bytes, shorter than a page header", name, len(p))
-	}
-	flags := le.Uint16(p[8:])
-	count := int(le.Uint16(p[10:]))
-	if pageHeaderSize+count*elementSize > len(p) {
-		return nil, fmt.Errorf("%s: %d elements do not fit in %d bytes", name, count, len(p))
-	}
-	// keyAt returns element i's key, checked against the page's bounds.
-	keyAt := func(i int) ([]byte, error) {
-		e := pageHeaderSize + i*elementSize
-		pos, ksize := int(le.Uint32(p[e+4:])), int(le.Uint32(p[e+8:]))
-		if flags == flagBranch {
-			pos, ksize = int(le.Uint32(p[e:])), int(le.Uint32(p[e+4:]))
-		}
-		if err := inBounds(p, e+pos, ksize); err != nil {
-			return nil, fmt.Errorf("%s: element %d key: %w", name, i, err)
-		}
-		return p[e+pos : e+pos+ksize], nil
-	}
-	switch {
-	case flags == flagBranch && !inline:
-		prev, maxKey := minClosed, []byte(nil)
-		for i := 0; i < count; i++ {
-			key, err := keyAt(i)
-			if err != nil {
-				return nil, err
-			}
-			if err := checkKeyOrder(name, i, key, prev, maxOpen); err != nil {
-				return nil, err
-			}
-			next := maxOpen
-			if i+1 < count {
-				if next, err = keyAt(i + 1); err != nil {
-					return nil, err
-				}
-			}
-			e := pageHeaderSize + i*elementSize
-			if maxKey, err = w.walkTree(le.Uint64(p[e+8:]), depth+1, key, next); err != nil {
-				return nil, err
-			}
-			prev = maxKey
-		}
-		return maxKey, nil
-	case flags == flagLeaf:
-		prev := minClosed
-		for i := 0; i < count; i++ {
-			key, err := keyAt(i)
-			if err != nil {
-				return nil, err
-			}
-			if !inline {
-				if err := checkKeyOrder(name, i, key, prev, maxOpen); err != nil {
-					return nil, err
-				}
-			}
-			prev = key
-			e := pageHeaderSize + i*elementSize
-			eflags := le.Uint32(p[e:])
-			pos, ksize, vsize := int(le.Uint32(p[e+4:])), int(le.Uint32(p[e+8:])), int(le.Uint32(p[e+12:]))
-			if err := inBounds(p, e+pos, ksize+vsize); err != nil {
-				return nil, fmt.Errorf("%s: leaf element %d: %w", name, i, err)
-			}
-			if eflags&flagBucket == 0 {
-				continue
-			}
-			v := p[e+pos+ksize : e+pos+ksize+vsize]
-			if len(v) < bucketHeaderSize {
-				return nil, fmt.Errorf("%s: leaf element %d: bucket header of %d bytes", name, i, len(v))
-			}
-			if err := w.walkBucket(le.Uint64(v), v[bucketHeaderSize:], depth+1); err != nil {
-				return nil, err
-			}
-		}
-		return prev, nil
-	}
-	return nil, fmt.Errorf("%s: page type %#x where a branch or leaf page belongs", name, flags)
-}
-
-func inBounds(p []byte, off, n int) error {
-	if off < 0 || n < 0 || off > len(p) || n > len(p)-off {
-		return fmt.Errorf("%d bytes at offset %d run past the page's %d bytes", n, off, len(p))
-	}
-	return nil
-}
-
-// checkFreelist checks a synced freelist page (files written by bbolt
-// without NoFreelistSync, such as another tool's copy).
-func (w *pageWalker) checkFreelist(id uint64) error {
-	p, err := w.readPage(id, nil)
-	if err != nil {
-		return err
-	}
-	le := binary.LittleEndian
-	if flags := le.Uint16(p[8:]); flags != flagFreelist {
-		return fmt.Errorf("freelist page %d has page type %#x", id, flags)
-	}
-	count, start := uint64(le.Uint16(p[10:])), pageHeaderSize
-	if count == 0xFFFF {
-		if len(p) < pageHeaderSize+8 {
-			return fmt.Errorf("freelist page %d: too short for its count", id)
-		}
-		count, start = le.Uint64(p[pageHeaderSize:]), pageHeaderSize+8
-	}
-	if count > uint64(len(p)-start)/8 {
-		return fmt.Errorf("freelist page %d: %d ids do not fit in %d bytes", id, count, len(p))
-	}
-	return nil
 }

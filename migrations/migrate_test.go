@@ -204,6 +204,16 @@ func TestMigrateRefusesBadFiles(t *testing.T) {
 			want: cachefile.ErrNotCacheFile,
 		},
 		{
+			// Plan's check walked the damaged page in bbolt's goroutine,
+			// which faulted or panicked.
+			name: "flipped element header",
+			setup: func(t *testing.T, path string) {
+				writeV0(t, path, v0Stores(200)...)
+				testutil.FlipLeafElement(t, path, 4, 0x40, "pods", "objects")
+			},
+			want: cachefile.ErrCorruptFile, msg: "corrupt cache file: page ",
+		},
+		{
 			name: "dangling v0 index entry",
 			setup: func(t *testing.T, path string) {
 				writeV0(t, path, v0Stores(20)...)

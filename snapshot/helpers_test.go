@@ -274,3 +274,34 @@ func leftovers(t testing.TB, dir string) []string {
 func background() context.Context { return context.Background() }
 
 var _ = time.Second
+
+// damageDatabase rewrites a snapshot with its database damaged by damage
+// (given the database as a file) and a valid checksum: what Save copies
+// from a file damaged on disk.
+func damageDatabase(t testing.TB, src, dst string, damage func(dbPath string)) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const prefix = len("boltinformer-snapshot\n") + 8
+	start := prefix + int(binary.BigEndian.Uint32(b[prefix-4:prefix]))
+	end := len(b) - sha256.Size
+	dbPath := filepath.Join(t.TempDir(), "db")
+	if err := os.WriteFile(dbPath, b[start:end], 0o600); err != nil {
+		t.Fatal(err)
+	}
+	damage(dbPath)
+	db, err := os.ReadFile(dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(db) != end-start {
+		t.Fatalf("damage changed the database's length from %d to %d bytes", end-start, len(db))
+	}
+	out := append(append([]byte(nil), b[:start]...), db...)
+	sum := sha256.Sum256(out)
+	if err := os.WriteFile(dst, append(out, sum[:]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}

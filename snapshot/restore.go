@@ -120,9 +120,12 @@ func restoreInto(r *reader, f *os.File, noSync bool) error {
 // checkRestored opens the restored copy read-only and checks it against
 // bbolt's and boltinformer's invariants and against the header.
 func checkRestored(path string, hdr Header) error {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+	// OpenBolt validates every page before bbolt reads one: bbolt's check
+	// walks them in a goroutine whose panic no caller can recover, and a
+	// snapshot of a damaged file carries a valid checksum.
+	db, err := cachefile.OpenBolt(path, cachefile.BoltOptions{ReadOnly: true, LockTimeout: time.Second})
 	if err != nil {
-		return fmt.Errorf("%w: the database inside does not open: %v", ErrCorruptSnapshot, err)
+		return fmt.Errorf("%w: the database inside does not open: %w", ErrCorruptSnapshot, err)
 	}
 	defer db.Close()
 	return db.View(func(tx *bolt.Tx) error {

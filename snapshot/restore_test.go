@@ -13,6 +13,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -248,6 +249,45 @@ func TestRestoreOntoExistingFile(t *testing.T) {
 	if !errors.Is(err, cachefile.ErrLocked) {
 		t.Fatalf("err %v, want ErrLocked", err)
 	}
+	if got := leftovers(t, dir); len(got) != 0 {
+		t.Fatalf("temporary files left: %v", got)
+	}
+}
+
+// TestRestoreDamagedPages: restore checks the copy with bbolt's check,
+// which walks every page in a goroutine no caller can recover, and a
+// forced restore held the destination's lock through a writable bbolt
+// open, which walks every page of the file it replaces. Either met a
+// damaged element header (the first key of an objects leaf moved 64
+// bytes): the process died, or reported bbolt's panic. A damaged
+// database inside a snapshot is now ErrCorruptSnapshot naming the page,
+// and a damaged file is replaced by a forced restore like any other.
+func TestRestoreDamagedPages(t *testing.T) {
+	dir := t.TempDir()
+	snap, hdr := savedSnapshot(t, dir, 200)
+	flip := func(path string) {
+		testutil.FlipLeafElement(t, path, 4, 0x40, string(cachefile.StoresBucket), storeNames[0], string(cachefile.ObjectsBucket))
+	}
+
+	bad := filepath.Join(dir, "bad.snap")
+	damageDatabase(t, snap, bad, flip)
+	dst := filepath.Join(dir, "restored.db")
+	_, err := snapshot.Restore(bad, dst, snapshot.RestoreOptions{NoSync: true})
+	if !errors.Is(err, snapshot.ErrCorruptSnapshot) || !errors.Is(err, cachefile.ErrCorruptFile) ||
+		!strings.Contains(err.Error(), "page ") || strings.Contains(err.Error(), "panic") {
+		t.Fatalf("restoring a snapshot of a damaged file: want ErrCorruptSnapshot naming the damaged page, got %v", err)
+	}
+	if _, err := os.Stat(dst); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a refused restore created %s: %v", dst, err)
+	}
+
+	damagedDst := filepath.Join(dir, "damaged.db")
+	testutil.CopyFile(t, filepath.Join(dir, "cache.db"), damagedDst)
+	flip(damagedDst)
+	if _, err := snapshot.Restore(snap, damagedDst, snapshot.RestoreOptions{NoSync: true, Force: true}); err != nil {
+		t.Fatalf("a forced restore over a damaged file: %v", err)
+	}
+	checkRestored(t, damagedDst, hdr)
 	if got := leftovers(t, dir); len(got) != 0 {
 		t.Fatalf("temporary files left: %v", got)
 	}

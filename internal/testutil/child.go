@@ -2,6 +2,8 @@ package testutil
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -239,4 +241,49 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Run is a run of this test binary as a child to its end (RunToEnd).
+type Run struct {
+	Stdout, Stderr string
+	// State is how the child ended (nil if it could not be started).
+	State *os.ProcessState
+}
+
+// Failure says how the run failed, with its last stdout lines and its
+// stderr, or returns "" if it exited 0. A fault, a panic or a kill at the
+// timeout all end a child with a failure.
+func (r Run) Failure() string {
+	if r.State != nil && r.State.Success() && !strings.Contains(r.Stderr, "WARNING: DATA RACE") {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(r.Stdout, "\n"), "\n")
+	return fmt.Sprintf("child ended with %v; last stdout %q; stderr:\n%s", r.State, tail(lines, 3), r.Stderr)
+}
+
+// RunToEnd runs this test binary with env added to its environment and
+// args (none: "-test.run=^$", so that only TestMain's child role runs),
+// waits up to timeout for it to exit, killing it then, and returns its
+// output and how it ended. It is for a child with a bounded piece of work
+// that may fault: the fault ends the child, and the test sees it as the
+// child's failure instead of dying with it.
+func RunToEnd(t testing.TB, timeout time.Duration, env []string, args ...string) Run {
+	t.Helper()
+	if len(args) == 0 {
+		args = []string{"-test.run=^$"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	// The race detector waits a second at exit for late reports; a child
+	// that exits with its work done has none to wait for.
+	cmd.Env = append(append(os.Environ(), "GORACE="+os.Getenv("GORACE")+" atexit_sleep_ms=0"), env...)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("run child %v: %v", args, err)
+	}
+	return Run{Stdout: stdout.String(), Stderr: stderr.String(), State: cmd.ProcessState}
 }

@@ -2,10 +2,10 @@
 // the crash-child harness (the test binary re-executed in a role, killed
 // with SIGKILL by the test or by a failpoint), a scripted resource history
 // served like an apiserver, the Pod builder and Pod indexers, Eventually,
-// file helpers (FileState, CopyFile, sockets) and a kubeconfig writer. It
-// imports only the standard library and k8s.io packages, so that any
-// package's internal tests can use it; it is imported only by tests and
-// must never be imported by production code.
+// file helpers (FileState, CopyFile, sockets, damage to a bbolt page) and a
+// kubeconfig writer. It imports only the standard library, bbolt and
+// k8s.io packages, so that any package's internal tests can use it; it is
+// imported only by tests and must never be imported by production code.
 //
 // Test helper packages are named one way: helpers and fakes tied to one
 // package live next to it as <pkg>test (boltstoretest, migrationstest,
