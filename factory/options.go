@@ -10,6 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer"
@@ -81,8 +82,8 @@ func WithCustomResyncConfig(resync map[metav1.Object]time.Duration) Option {
 
 // WithInformerOptions sets the boltinformer options of every informer the
 // factory makes (HotCacheBytes, PageSize, DisableReplay, …). StoreName,
-// Namespace, LabelSelector, FieldSelector, Resource, ResyncPeriod and
-// Indexers are set by the factory for each informer and ignored here.
+// Namespace, LabelSelector, FieldSelector, Resource, Group, ResyncPeriod
+// and Indexers are set by the factory for each informer and ignored here.
 func WithInformerOptions(opts boltinformer.InformerOptions) Option {
 	return func(c *config) { c.defaults = opts }
 }
@@ -98,13 +99,15 @@ func (c *config) tweaked() metav1.ListOptions {
 
 // informerOptions returns the options of the informer of one store: base
 // is the store's name without qualifiers, namespace the namespace its
-// requests use ("" for cluster-scoped types).
-func (c *config) informerOptions(base, namespace, resource string, resync time.Duration, indexers cache.Indexers) boltinformer.InformerOptions {
+// requests use ("" for cluster-scoped types), gr the resource it caches
+// (whose group tells core Secrets, which are sealed, from a resource of
+// the same name when the example object has no kind).
+func (c *config) informerOptions(base, namespace string, gr schema.GroupResource, resync time.Duration, indexers cache.Indexers) boltinformer.InformerOptions {
 	lo := c.tweaked()
 	io := c.defaults
 	io.StoreName = StoreName(base, namespace, lo, c.transform != nil, c.transformName)
 	io.Namespace, io.LabelSelector, io.FieldSelector = namespace, lo.LabelSelector, lo.FieldSelector
-	io.Resource = resource
+	io.Resource, io.Group = gr.Resource, gr.Group
 	io.ResyncPeriod = resync
 	io.Indexers = indexers
 	return io

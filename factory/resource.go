@@ -106,7 +106,7 @@ func (f *resourceFactory) informer(gvr schema.GroupVersionResource, prefix strin
 			WatchFuncWithContext: watchFn,
 		}, watchListClient)
 		base := prefix + resourceName(gvr)
-		opts := f.cfg.informerOptions(base, f.cfg.namespace, gvr.Resource, f.defaultResync,
+		opts := f.cfg.informerOptions(base, f.cfg.namespace, gvr.GroupResource(), f.defaultResync,
 			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 		return f.newInformer(lw, example, opts)
 	})
