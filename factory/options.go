@@ -10,7 +10,6 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer"
@@ -99,15 +98,14 @@ func (c *config) tweaked() metav1.ListOptions {
 
 // informerOptions returns the options of the informer of one store: base
 // is the store's name without qualifiers, namespace the namespace its
-// requests use ("" for cluster-scoped types), gr the resource it caches
-// (whose group tells core Secrets, which are sealed, from a resource of
-// the same name when the example object has no kind).
-func (c *config) informerOptions(base, namespace string, gr schema.GroupResource, resync time.Duration, indexers cache.Indexers) boltinformer.InformerOptions {
+// requests use ("" for cluster-scoped types). Group is left to the
+// informers whose example object has no kind (resourceFactory).
+func (c *config) informerOptions(base, namespace, resource string, resync time.Duration, indexers cache.Indexers) boltinformer.InformerOptions {
 	lo := c.tweaked()
 	io := c.defaults
 	io.StoreName = StoreName(base, namespace, lo, c.transform != nil, c.transformName)
 	io.Namespace, io.LabelSelector, io.FieldSelector = namespace, lo.LabelSelector, lo.FieldSelector
-	io.Resource, io.Group = gr.Resource, gr.Group
+	io.Resource, io.Group = resource, ""
 	io.ResyncPeriod = resync
 	io.Indexers = indexers
 	return io

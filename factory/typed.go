@@ -132,7 +132,7 @@ func (f *typedFactory) newTypedInformer(obj runtime.Object, t reflect.Type, resy
 	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
 	example := obj.DeepCopyObject()
 	example.GetObjectKind().SetGroupVersionKind(gvk)
-	opts := f.cfg.informerOptions(boltinformer.DefaultStoreName(gvk), namespace, gvr.GroupResource(), resync, indexers)
+	opts := f.cfg.informerOptions(boltinformer.DefaultStoreName(gvk), namespace, gvr.Resource, resync, indexers)
 	return f.newInformer(tc.listWatch(f.client, namespace, f.cfg.tweak, opts.CopyStrings), example, opts), nil
 }
 
