@@ -99,6 +99,11 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 	}
 	logger = klog.LoggerWithValues(logger, "store", opts.StoreName)
 
+	id, err := storeIdentity(gvk, opts)
+	if err != nil {
+		return nil, err
+	}
+
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -115,11 +120,8 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 		HotCacheBytes: opts.HotCacheBytes,
 		CopyStrings:   opts.CopyStrings,
 		Keys:          c.keys,
-		Encrypt:       c.seals(gvk.Group, gvk.Kind),
-		Identity: &cachefile.Identity{
-			Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Resource: opts.Resource,
-			Namespace: opts.Namespace, LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector,
-		},
+		Encrypt:       c.seals(id),
+		Identity:      id,
 	})
 	if err != nil {
 		return nil, err

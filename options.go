@@ -33,8 +33,15 @@ type InformerOptions struct {
 	Namespace     string
 	LabelSelector string
 	FieldSelector string
-	// Resource is the plural resource name, recorded for cachectl.
+	// Resource is the plural resource name, recorded for cachectl. With
+	// the resource's API group it decides whether the store is sealed
+	// (EncryptionOptions): Secrets are, in any shape.
 	Resource string
+	// Group is Resource's API group when the example object does not name
+	// its kind (dynamic and metadata-only informers); otherwise the
+	// example's group is the resource's, and Group must be empty or equal
+	// to it.
+	Group string
 
 	// ResyncPeriod is the default handler resync period (0: never).
 	ResyncPeriod time.Duration

@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
+	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
 )
 
@@ -20,9 +22,9 @@ type EncryptionOptions struct {
 	KeyFile string
 	// Keys, when set, is used instead of KeyFile.
 	Keys *encryption.Keyring
-	// AllResources seals the payloads of every store; otherwise only
-	// Secrets' (encryption.SealedByDefault). Stores read sealed records
-	// either way.
+	// AllResources seals the payloads of every store; otherwise only the
+	// stores of Secrets, typed, unstructured or metadata-only
+	// (encryption.SealedByDefault). Stores read sealed records either way.
 	AllResources bool
 }
 
@@ -40,9 +42,29 @@ func (o *EncryptionOptions) keyring() (*encryption.Keyring, error) {
 	return encryption.LoadFile(o.KeyFile)
 }
 
-// seals says whether a store of this kind seals what it writes.
-func (c *Cache) seals(group, kind string) bool {
-	return c.keys != nil && (c.opts.Encryption.AllResources || encryption.SealedByDefault(group, kind))
+// seals says whether the store of this identity seals what it writes. It
+// follows the resource, not the Go type: a Secret cached unstructured or
+// metadata-only (whose last-applied annotation holds the whole Secret) is
+// sealed as a typed one is.
+func (c *Cache) seals(id *cachefile.Identity) bool {
+	return c.keys != nil && (c.opts.Encryption.AllResources || encryption.SealedByDefault(id.Group, id.Resource, id.Kind))
+}
+
+// storeIdentity is the identity of an informer's store. Its group is the
+// resource's: the example object's, or, when the example does not name its
+// kind (dynamic and metadata-only informers), InformerOptions.Group.
+func storeIdentity(gvk schema.GroupVersionKind, opts InformerOptions) (*cachefile.Identity, error) {
+	group := opts.Group
+	if gvk.Kind != "" {
+		if opts.Group != "" && opts.Group != gvk.Group {
+			return nil, fmt.Errorf("%w: InformerOptions.Group %q differs from the example object's group %q", ErrUnknownKind, opts.Group, gvk.Group)
+		}
+		group = gvk.Group
+	}
+	return &cachefile.Identity{
+		Group: group, Version: gvk.Version, Kind: gvk.Kind, Resource: opts.Resource,
+		Namespace: opts.Namespace, LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector,
+	}, nil
 }
 
 // ownerOnly is the permission bits a cache file may have beyond the owner's.

@@ -1,9 +1,9 @@
 package boltinformer_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,11 +14,14 @@ import (
 	"github.com/go-logr/logr/funcr"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2/ktesting"
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/encryption"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // syncOnce runs one informer per example object against its source until
@@ -74,13 +77,12 @@ func TestEncryptionSealsSecretsByDefault(t *testing.T) {
 		path := filepath.Join(t.TempDir(), "cache.db")
 		opts := boltinformer.Options{NoSync: true, Encryption: &boltinformer.EncryptionOptions{KeyFile: keyFile, AllResources: all}}
 		syncOnce(t, path, opts, map[runtime.Object]cache.ListerWatcher{&v1.Secret{}: secrets, &v1.ConfigMap{}: cms})
-		raw, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
+		want := "[hunter2-configmap]"
+		if all {
+			want = "[]"
 		}
-		if bytes.Contains(raw, []byte("hunter2-secret")) || bytes.Contains(raw, []byte("hunter2-configmap")) != !all {
-			t.Fatalf("all=%v: secret in file %v, configmap in file %v", all,
-				bytes.Contains(raw, []byte("hunter2-secret")), bytes.Contains(raw, []byte("hunter2-configmap")))
+		if found := testutil.FileHolds(t, path, "hunter2-secret", "hunter2-configmap"); fmt.Sprint(found) != want {
+			t.Fatalf("all=%v: the file holds %q, want %s", all, found, want)
 		}
 		// Warm restart with the key: the stored Secret decodes.
 		c, err := boltinformer.Open(path, opts)
@@ -141,5 +143,104 @@ func TestOpenFileModes(t *testing.T) {
 	open(true)
 	if mode(path) != 0o600 || !strings.Contains(logs.String(), "Tightened") {
 		t.Fatalf("tightened: mode %04o, logs %q", mode(path), logs.String())
+	}
+}
+
+// TestEncryptionFollowsTheResource: a key seals the stores of core
+// Secrets whatever shape they are cached in (controller-runtime's
+// unstructured and metadata-only informers, a metadata-only informer of
+// resource secrets without a kind), and not a resource named secrets in
+// another group. The value is a Secret's data or the last-applied
+// annotation that holds it.
+func TestEncryptionFollowsTheResource(t *testing.T) {
+	const value = "hunter2-shape"
+	logger, _ := ktesting.NewTestContext(t)
+	kc, err := encryption.GenerateKey("k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := encryption.New([]encryption.KeyConfig{kc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	secretGVK := v1.SchemeGroupVersion.WithKind("Secret")
+	objMeta := metav1.ObjectMeta{Namespace: "ns", Name: "s", ResourceVersion: "1",
+		Annotations: map[string]string{v1.LastAppliedConfigAnnotation: `{"apiVersion":"v1","kind":"Secret","stringData":{"password":"` + value + `"}}`}}
+	unstructuredSecret := func() runtime.Object {
+		u := &unstructured.Unstructured{Object: map[string]interface{}{"data": map[string]interface{}{"password": value}}}
+		u.SetGroupVersionKind(secretGVK)
+		u.SetNamespace("ns")
+		u.SetName("s")
+		u.SetResourceVersion("1")
+		return u
+	}
+	metadataSecret := func() runtime.Object {
+		return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: objMeta}
+	}
+	for _, tc := range []struct {
+		name string
+		obj  func() runtime.Object
+		// newInformer makes the informer of the case on c.
+		newInformer func(c *boltinformer.Cache, lw cache.ListerWatcher) (cache.SharedIndexInformer, error)
+		sealed      bool
+	}{
+		{"controller-runtime unstructured", unstructuredSecret, func(c *boltinformer.Cache, lw cache.ListerWatcher) (cache.SharedIndexInformer, error) {
+			example := &unstructured.Unstructured{}
+			example.SetGroupVersionKind(secretGVK)
+			return c.NewInformerFunc(boltinformer.ControllerRuntimeOptions{})(lw, example, 0, nil), nil
+		}, true},
+		{"controller-runtime metadata-only", metadataSecret, func(c *boltinformer.Cache, lw cache.ListerWatcher) (cache.SharedIndexInformer, error) {
+			example := &metav1.PartialObjectMetadata{}
+			example.SetGroupVersionKind(secretGVK)
+			return c.NewInformerFunc(boltinformer.ControllerRuntimeOptions{})(lw, example, 0, nil), nil
+		}, true},
+		{"metadata-only without a kind", metadataSecret, func(c *boltinformer.Cache, lw cache.ListerWatcher) (cache.SharedIndexInformer, error) {
+			return c.NewInformer(lw, &metav1.PartialObjectMetadata{}, boltinformer.InformerOptions{StoreName: "metadata:secrets.v1", Resource: "secrets"})
+		}, true},
+		{"unstructured without a kind", unstructuredSecret, func(c *boltinformer.Cache, lw cache.ListerWatcher) (cache.SharedIndexInformer, error) {
+			return c.NewInformer(lw, &unstructured.Unstructured{}, boltinformer.InformerOptions{StoreName: "secrets.v1", Resource: "secrets"})
+		}, true},
+		{"secrets of another group", unstructuredSecret, func(c *boltinformer.Cache, lw cache.ListerWatcher) (cache.SharedIndexInformer, error) {
+			return c.NewInformer(lw, &unstructured.Unstructured{}, boltinformer.InformerOptions{StoreName: "secrets.v1.example.com", Resource: "secrets", Group: "example.com"})
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logger, _ := ktesting.NewTestContext(t)
+			path := filepath.Join(t.TempDir(), "cache.db")
+			c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true, Logger: logger, Encryption: &boltinformer.EncryptionOptions{Keys: keys}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := newSource(t)
+			src.Add(tc.obj())
+			inf, err := tc.newInformer(c, src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); inf.RunWithContext(ctx) }()
+			synced := cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+			cancel()
+			<-done
+			if err := c.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if !synced {
+				t.Fatal("did not sync")
+			}
+			if found := testutil.FileHolds(t, path, value); len(found) > 0 == tc.sealed {
+				t.Fatalf("sealed %v, but the file holds %q", tc.sealed, found)
+			}
+		})
+	}
+	// The group of a kind-less example must not contradict a named kind's.
+	c, err := boltinformer.Open(filepath.Join(t.TempDir(), "c.db"), boltinformer.Options{NoSync: true, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.NewInformer(newSource(t), &v1.Secret{}, boltinformer.InformerOptions{Group: "example.com"}); !errors.Is(err, boltinformer.ErrUnknownKind) || !strings.Contains(err.Error(), `"example.com"`) {
+		t.Fatalf("Group contradicting the example's: %v", err)
 	}
 }

@@ -195,6 +195,11 @@ func Format(keys []KeyConfig) []byte {
 	return b.Bytes()
 }
 
-// SealedByDefault reports whether a store of this kind is encrypted once a
-// key is configured without "encrypt every resource": core Secrets.
-func SealedByDefault(group, kind string) bool { return group == "" && kind == "Secret" }
+// SealedByDefault reports whether a store is encrypted once a key is
+// configured without "encrypt every resource": a store of core Secrets,
+// whatever shape it caches them in (typed, unstructured or metadata-only,
+// whose kind is not Secret). A store is known by its API group and plural
+// resource; its kind stands in for the resource where none was recorded.
+func SealedByDefault(group, resource, kind string) bool {
+	return group == "" && (resource == "secrets" || kind == "Secret")
+}

@@ -114,3 +114,26 @@ func TestLoadFile(t *testing.T) {
 		}
 	}
 }
+
+// TestSealedByDefaultFollowsTheResource: core Secrets are sealed in every
+// shape a store caches them in, named by resource or, without one, by
+// kind; a resource of the same name in another group is not.
+func TestSealedByDefaultFollowsTheResource(t *testing.T) {
+	for _, c := range []struct {
+		group, resource, kind string
+		want                  bool
+	}{
+		{"", "secrets", "Secret", true},                // typed
+		{"", "secrets", "", true},                      // dynamic or metadata factory: no kind
+		{"", "", "Secret", true},                       // no resource recorded
+		{"", "secrets", "PartialObjectMetadata", true}, // metadata-only, kind of the shape
+		{"", "configmaps", "ConfigMap", false},
+		{"", "", "", false},
+		{"example.com", "secrets", "", false}, // a CRD named secrets
+		{"example.com", "secrets", "Secret", false},
+	} {
+		if got := encryption.SealedByDefault(c.group, c.resource, c.kind); got != c.want {
+			t.Errorf("SealedByDefault(%q, %q, %q) = %v, want %v", c.group, c.resource, c.kind, got, c.want)
+		}
+	}
+}

@@ -81,8 +81,8 @@ func WithCustomResyncConfig(resync map[metav1.Object]time.Duration) Option {
 
 // WithInformerOptions sets the boltinformer options of every informer the
 // factory makes (HotCacheBytes, PageSize, DisableReplay, …). StoreName,
-// Namespace, LabelSelector, FieldSelector, Resource, ResyncPeriod and
-// Indexers are set by the factory for each informer and ignored here.
+// Namespace, LabelSelector, FieldSelector, Resource, Group, ResyncPeriod
+// and Indexers are set by the factory for each informer and ignored here.
 func WithInformerOptions(opts boltinformer.InformerOptions) Option {
 	return func(c *config) { c.defaults = opts }
 }
@@ -98,13 +98,14 @@ func (c *config) tweaked() metav1.ListOptions {
 
 // informerOptions returns the options of the informer of one store: base
 // is the store's name without qualifiers, namespace the namespace its
-// requests use ("" for cluster-scoped types).
+// requests use ("" for cluster-scoped types). Group is left to the
+// informers whose example object has no kind (resourceFactory).
 func (c *config) informerOptions(base, namespace, resource string, resync time.Duration, indexers cache.Indexers) boltinformer.InformerOptions {
 	lo := c.tweaked()
 	io := c.defaults
 	io.StoreName = StoreName(base, namespace, lo, c.transform != nil, c.transformName)
 	io.Namespace, io.LabelSelector, io.FieldSelector = namespace, lo.LabelSelector, lo.FieldSelector
-	io.Resource = resource
+	io.Resource, io.Group = resource, ""
 	io.ResyncPeriod = resync
 	io.Indexers = indexers
 	return io

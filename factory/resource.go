@@ -108,6 +108,9 @@ func (f *resourceFactory) informer(gvr schema.GroupVersionResource, prefix strin
 		base := prefix + resourceName(gvr)
 		opts := f.cfg.informerOptions(base, f.cfg.namespace, gvr.Resource, f.defaultResync,
 			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		// The example has no kind: the group tells core Secrets, which are
+		// sealed, from a resource of the same name in another group.
+		opts.Group = gvr.Group
 		return f.newInformer(lw, example, opts)
 	})
 }

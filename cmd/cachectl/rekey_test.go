@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,16 +35,7 @@ func genKey(t *testing.T, name string) encryption.KeyConfig {
 
 func holdsPlaintext(t *testing.T, path string) bool {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range secretPlaintexts {
-		if bytes.Contains(data, []byte(p)) {
-			return true
-		}
-	}
-	return false
+	return len(testutil.FileHolds(t, path, secretPlaintexts...)) > 0
 }
 
 // TestRekeyPlaintextFileThenRotate is the documented migration of a file

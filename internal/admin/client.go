@@ -34,7 +34,9 @@ const DefaultTimeout = 5 * time.Second
 
 // Dial checks that socketPath is a unix socket a process accepts on, and
 // returns a client for it. timeout (0: DefaultTimeout) bounds the connect
-// and the wait for each answer's headers.
+// and the wait for each answer's headers. On Linux every connection checks
+// that the serving process runs as this process's uid or root
+// (ErrUntrustedServer otherwise).
 func Dial(ctx context.Context, socketPath string, timeout time.Duration) (*Client, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -52,7 +54,14 @@ func Dial(ctx context.Context, socketPath string, timeout time.Duration) (*Clien
 		if errors.Is(err, syscall.ECONNREFUSED) {
 			return nil, fmt.Errorf("%w: %s (stale socket?)", ErrNoServer, socketPath)
 		}
-		return c, err
+		if err != nil {
+			return nil, err
+		}
+		if err := checkServer(c.(*net.UnixConn), socketPath); err != nil {
+			_ = c.Close()
+			return nil, err
+		}
+		return c, nil
 	}
 	c, err := dial(ctx, "", "")
 	if err != nil {

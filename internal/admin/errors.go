@@ -17,12 +17,16 @@ var (
 	// ErrSecretsHidden means raw records of a Secret store were asked for
 	// without ShowSecrets.
 	ErrSecretsHidden = errors.New("records of a Secret store are hidden unless secrets are shown")
-	// ErrSocketInUse means another process is serving on the socket path.
+	// ErrSocketInUse means another process serves on the socket path, or
+	// may: a connect to it was not refused.
 	ErrSocketInUse = errors.New("admin socket is in use by another process")
 	// ErrNotSocket means the socket path exists and is not a unix socket.
 	ErrNotSocket = errors.New("path is not a unix socket")
 	// ErrSocketPath means the socket path is unusable (too long, no directory).
 	ErrSocketPath = errors.New("bad admin socket path")
+	// ErrUntrustedServer means the process serving the socket runs as
+	// another user than this process's and root.
+	ErrUntrustedServer = errors.New("admin socket is served by an untrusted user")
 	// ErrNoServer means nothing accepts connections on the socket (a stale socket).
 	ErrNoServer = errors.New("no process is serving the admin socket")
 	// ErrProtocol means the server's answer was not what this client speaks.

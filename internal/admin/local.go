@@ -300,7 +300,8 @@ func (l *Local) ListObjects(ctx context.Context, q Query, fn func(runtime.Object
 			return fn(u)
 		})
 	case !q.ShowSecrets:
-		return walk(func(o runtime.Object) error { return fn(redacted(o)) })
+		secretStore := isSecretStore(si.identity)
+		return walk(func(o runtime.Object) error { return fn(redacted(o, secretStore)) })
 	}
 	return walk(fn)
 }
@@ -347,7 +348,9 @@ func (l *Local) prepareWalk(ctx context.Context, q Query) (storeMeta, *compiledQ
 	if cq.indexName != "" && !si.hasIndex(cq.indexName) {
 		return si, nil, nil, fmt.Errorf("%w: store %s has no index %q (indexes: %s)", ErrBadQuery, q.Store, cq.indexName, si.indexList())
 	}
-	if cq.keysOnly() {
+	// Keys tell the kind only from an identity that names it (not a
+	// dynamic or metadata informer's): other stores decode.
+	if cq.keysOnly() && si.identity != nil && si.identity.Kind != "" {
 		return si, cq, nil, nil
 	}
 	s, err := l.store(si)

@@ -14,6 +14,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/encryption"
 )
 
 // Redacted replaces every value of a Secret's data and stringData, and its
@@ -59,15 +60,24 @@ func normalize(obj runtime.Object, id *cachefile.Identity, metadataOnly, showSec
 		u.SetGroupVersionKind(schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind})
 	}
 	if !showSecrets {
-		redactSecret(content)
+		redactSecret(content, isSecretStore(id))
 	}
 	return u, nil
 }
 
+// isCoreSecret reports whether content is a core Secret by its own
+// apiVersion and kind.
+func isCoreSecret(content map[string]interface{}) bool {
+	return content["kind"] == "Secret" && content["apiVersion"] == "v1"
+}
+
 // redactSecret replaces the values of a core Secret's data and stringData
-// and its last-applied-configuration annotation with Redacted.
-func redactSecret(content map[string]interface{}) {
-	if content["kind"] != "Secret" || content["apiVersion"] != "v1" {
+// and its last-applied-configuration annotation with Redacted: content is
+// a Secret when it says so, or, whatever its kind, when it comes from a
+// store of Secrets (secretStore), such as a metadata-only one, whose
+// objects are PartialObjectMetadata but whose annotation holds the data.
+func redactSecret(content map[string]interface{}, secretStore bool) {
+	if !secretStore && !isCoreSecret(content) {
 		return
 	}
 	for _, f := range []string{"data", "stringData"} {
@@ -86,10 +96,11 @@ func redactSecret(content map[string]interface{}) {
 	}
 }
 
-// redacted returns o, or for a core Secret a copy of it redacted as
-// redactSecret redacts the JSON form (o itself may be shared with a
-// hot-object cache, so it is never modified).
-func redacted(o runtime.Object) runtime.Object {
+// redacted returns o, or for a core Secret (or any object of a store of
+// Secrets, see redactSecret) a copy of it redacted as redactSecret redacts
+// the JSON form (o itself may be shared with a hot-object cache, so it is
+// never modified).
+func redacted(o runtime.Object, secretStore bool) runtime.Object {
 	switch s := o.(type) {
 	case *v1.Secret:
 		c := s.DeepCopy()
@@ -104,18 +115,33 @@ func redacted(o runtime.Object) runtime.Object {
 		}
 		return c
 	case *unstructured.Unstructured:
-		if s.GetKind() == "Secret" && s.GetAPIVersion() == "v1" {
+		if secretStore || isCoreSecret(s.Object) {
 			c := s.DeepCopy()
-			redactSecret(c.Object)
+			redactSecret(c.Object, true)
 			return c
+		}
+	default:
+		// Another shape of a Secret (metadata-only) has no data, only the annotation.
+		if !secretStore {
+			return o
+		}
+		if m, err := meta.Accessor(o); err == nil {
+			if _, ok := m.GetAnnotations()[lastAppliedAnnotation]; ok {
+				c := o.DeepCopyObject()
+				cm, _ := meta.Accessor(c) // a copy of o has o's accessor
+				cm.GetAnnotations()[lastAppliedAnnotation] = Redacted
+				return c
+			}
 		}
 	}
 	return o
 }
 
-// isSecretStore reports whether a store's identity is core Secrets.
+// isSecretStore reports whether a store's identity is of core Secrets, in
+// any shape (encryption.SealedByDefault): its objects are redacted and its
+// raw records hidden unless secrets are shown.
 func isSecretStore(id *cachefile.Identity) bool {
-	return id != nil && id.Group == "" && id.Kind == "Secret"
+	return id != nil && encryption.SealedByDefault(id.Group, id.Resource, id.Kind)
 }
 
 // jsonObject decodes the payload of a store written with a Go type this

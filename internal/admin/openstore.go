@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	bolt "go.etcd.io/bbolt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -44,8 +45,6 @@ func (m storeMeta) indexList() string {
 	}
 	return strings.Join(m.indexes, ", ")
 }
-
-// storeMeta reads one store's identity and index names (not Info, which
 
 // storeMeta reads one store's identity and index names (not Info, which
 // counts objects and index values).
@@ -110,13 +109,9 @@ func OpenStore(ctx context.Context, db *cachefile.DB, name string, indexers cach
 
 // probeStore opens a store of a read-only DB with the Go type its records
 // decode as: the identity's type from client-go's scheme when it is known
-// there, else unstructured, else the typed-JSON form of an unknown type.
-// Each candidate is tried on the first record.
-
-// probeStore opens a store of a read-only DB with the Go type its records
-// decode as: the identity's type from client-go's scheme when it is known
-// there, else unstructured, else the typed-JSON form of an unknown type.
-// Each candidate is tried on the first record.
+// there, else unstructured, else the typed-JSON form of an unknown type,
+// else metadata-only (a metadata informer's store, whose identity has no
+// kind). Each candidate is tried on the first record.
 // A sealed first record that does not open is that error (it names the
 // key), not a wrong type.
 func probeStore(db *cachefile.DB, si storeMeta, indexers cache.Indexers, keys *encryption.Keyring) (*boltstore.Store, error) {
@@ -127,7 +122,8 @@ func probeStore(db *cachefile.DB, si storeMeta, indexers cache.Indexers, keys *e
 			candidates = append(candidates, obj)
 		}
 	}
-	candidates = append(candidates, &unstructured.Unstructured{}, &jsonObject{})
+	// Metadata-only comes last: any protobuf record decodes as one.
+	candidates = append(candidates, &unstructured.Unstructured{}, &jsonObject{}, &metav1.PartialObjectMetadata{})
 	var firstErr error
 	for _, c := range candidates {
 		s, err := boltstore.New(db, si.name, boltstore.StoreOptions{Object: c, Indexers: indexers, Keys: keys})
@@ -172,8 +168,11 @@ func firstKey(db *cachefile.DB, name string) (string, error) {
 }
 
 func describeIdentity(id *cachefile.Identity) string {
-	if id == nil || id.Kind == "" {
-		return "no identity"
+	switch {
+	case id != nil && id.Kind != "":
+		return schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind}.String()
+	case id != nil && id.Resource != "":
+		return "resource " + schema.GroupResource{Group: id.Group, Resource: id.Resource}.String()
 	}
-	return schema.GroupVersionKind{Group: id.Group, Version: id.Version, Kind: id.Kind}.String()
+	return "no identity"
 }

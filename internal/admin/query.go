@@ -42,8 +42,9 @@ type Query struct {
 	// KeysOnly returns apiVersion, kind, name and namespace only, read from
 	// the object keys without decoding a payload (what -o name needs; it
 	// works on sealed payloads without their key). It applies only when
-	// the query has no label or field selector and no index; otherwise
-	// objects are decoded as usual.
+	// the query has no label or field selector and no index, and the
+	// store's identity names its kind; otherwise objects are decoded as
+	// usual.
 	KeysOnly bool
 	// ShowSecrets leaves the data, stringData and last-applied annotation
 	// of Secrets in place; by default they are redacted.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -54,9 +55,10 @@ type Server struct {
 }
 
 // NewServer listens on socketPath and serves db and the given stores of
-// it until Close. A stale socket file (nobody accepting) is replaced; a
-// socket that answers (the error names the process that holds it), or a
-// path that is not a socket, is refused with ErrSocketInUse. On Linux,
+// it until Close. A stale socket file (its connect refused: nobody
+// listens) is replaced; a socket that answers (the error names the
+// process that holds it) or whose connect fails otherwise is refused with
+// ErrSocketInUse, a path that is not a socket with ErrNotSocket. On Linux,
 // connections from any other uid than this process's or root's are closed
 // unanswered (SO_PEERCRED), in addition to the socket's mode 0600.
 //
@@ -218,7 +220,10 @@ func listen(path string) (*net.UnixListener, os.FileInfo, error) {
 	return l, fi, nil
 }
 
-// removeStale removes a socket file nobody accepts on.
+// removeStale removes a socket file nobody listens on: one whose connect
+// is refused (ECONNREFUSED). Any other outcome leaves it in place: a
+// connect that succeeds, times out or finds the queue full (EAGAIN) means
+// a process serves it, and one that fails otherwise (EACCES) cannot tell.
 func removeStale(path string) error {
 	fi, err := os.Lstat(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -230,13 +235,17 @@ func removeStale(path string) error {
 	if fi.Mode()&os.ModeSocket == 0 {
 		return fmt.Errorf("%w: %s exists (mode %s); refusing to replace it", ErrNotSocket, path, fi.Mode())
 	}
-	if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err == nil {
 		holder := ""
 		if pid, uid, err := peerCred(c.(*net.UnixConn)); err == nil {
 			holder = fmt.Sprintf(" (process %d, uid %d, is serving it)", pid, uid)
 		}
 		_ = c.Close()
 		return fmt.Errorf("%w: %s%s", ErrSocketInUse, path, holder)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("%w: %s: connecting to it did not show it stale, so it stays: %w", ErrSocketInUse, path, err)
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("%w: remove stale socket %s: %w", ErrSocketPath, path, err)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/boltinformer/boltinformer/encryption"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 var secretIdentity = &cachefile.Identity{Version: "v1", Kind: "Secret", Resource: "secrets"}
@@ -99,11 +99,7 @@ func churn(t *testing.T, s *boltstore.Store, n int) {
 
 func fileContains(t *testing.T, path, s string) bool {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bytes.Contains(data, []byte(s))
+	return len(testutil.FileHolds(t, path, s)) > 0
 }
 
 // TestEncryptedPayloadNeverOnDisk writes, updates and deletes Secrets and

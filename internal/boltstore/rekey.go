@@ -106,7 +106,7 @@ func rekeyStore(ctx context.Context, db *cachefile.DB, name string, opts RekeyOp
 				if err != nil {
 					return err
 				}
-				seal = id != nil && encryption.SealedByDefault(id.Group, id.Kind)
+				seal = id != nil && encryption.SealedByDefault(id.Group, id.Resource, id.Kind)
 			}
 			type put struct{ key, enc []byte }
 			var puts []put

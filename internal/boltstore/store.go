@@ -223,7 +223,7 @@ func (s *Store) prepareTx(tx *bolt.Tx, id *cachefile.Identity) error {
 			return err
 		}
 		have := b.State.Get(cachefile.StateIdentity)
-		if have != nil && !bytes.Equal(have, want) {
+		if have != nil && !bytes.Equal(have, want) && !onlyGroupAdded(have, id) {
 			s.report.Reset = true
 			s.report.ResetReason = fmt.Sprintf("identity changed from %s to %s", have, want)
 			if err := b.Reset(); err != nil {
@@ -238,6 +238,22 @@ func (s *Store) prepareTx(tx *bolt.Tx, id *cachefile.Identity) error {
 		return err
 	}
 	return b.FlushCount()
+}
+
+// onlyGroupAdded reports whether the stored identity is id without its
+// group, as dynamic and metadata-only informers recorded it before they
+// recorded their resource's group: their store names carry the group, so
+// the store is the same one, and it is kept.
+func onlyGroupAdded(stored []byte, id *cachefile.Identity) bool {
+	if id.Group == "" || id.Kind != "" {
+		return false
+	}
+	var old cachefile.Identity
+	if err := json.Unmarshal(stored, &old); err != nil || old.Group != "" {
+		return false
+	}
+	old.Group = id.Group
+	return old == *id
 }
 
 // syncIndexesTx drops stored indexes that are no longer registered and

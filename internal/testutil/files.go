@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"net"
 	"os"
@@ -36,6 +37,23 @@ func Unchanged(t testing.TB, path string, before FileState) {
 	if after := StatFile(t, path); after != before {
 		t.Errorf("%s changed: size %d → %d, mtime %s → %s, same bytes %v", path, before.Size, after.Size, before.ModTime, after.ModTime, before.Sum == after.Sum)
 	}
+}
+
+// FileHolds returns the values whose bytes appear anywhere in the file at
+// path: its free pages and slack included, which bbolt does not wipe.
+func FileHolds(t testing.TB, path string, values ...string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	for _, v := range values {
+		if bytes.Contains(b, []byte(v)) {
+			found = append(found, v)
+		}
+	}
+	return found
 }
 
 // CopyFile copies the file src to dst (created with mode 0600).

@@ -51,9 +51,15 @@ func (r *factoryRun) started(shutdown func(), infs ...cache.SharedIndexInformer)
 	r.infs = append(r.infs, infs...)
 }
 
+// ctx returns a context for one factory's informers, ended by stop with
+// the other factories' of the run.
 func (r *factoryRun) ctx() context.Context {
 	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
+	if prev := r.cancel; prev != nil {
+		r.cancel = func() { cancel(); prev() }
+	} else {
+		r.cancel = cancel
+	}
 	return ctx
 }
 

@@ -213,6 +213,74 @@ func Fill(s *Stores) error {
 	return err
 }
 
+// Store names of the Secret-shapes fixture (OpenSecretShapes): the
+// standard fixture's Secret as the dynamic and the metadata informer
+// factories cache it.
+const (
+	DynamicSecretStore  = "secrets.v1"
+	MetadataSecretStore = "metadata:secrets.v1"
+)
+
+// SecretsIdentity is the identity the factories give both stores: the
+// resource, without a kind.
+var SecretsIdentity = &cachefile.Identity{Resource: "secrets"}
+
+// SecretPassword is the fixture Secret's password, and LastApplied the
+// annotation kubectl apply left on it, which holds the password's base64.
+const (
+	SecretPassword = "hunter2"
+	LastApplied    = `{"apiVersion":"v1","data":{"password":"aHVudGVyMg=="},"kind":"Secret","metadata":{"annotations":{},"name":"db-password","namespace":"default"},"type":"Opaque"}`
+)
+
+// SecretShapes are the open stores of the Secret-shapes fixture.
+type SecretShapes struct {
+	DB                *cachefile.DB
+	Dynamic, Metadata *boltstore.Store
+}
+
+// OpenSecretShapes opens (creating) the file at path for writing with the
+// Secret db-password in DynamicSecretStore (unstructured, its data and
+// last-applied annotation) and MetadataSecretStore (metadata-only, its
+// last-applied annotation), both with the namespace index.
+func OpenSecretShapes(path string) (*SecretShapes, error) {
+	db, err := cachefile.Open(path, cachefile.Options{NoSync: true, Now: func() time.Time { return Now }})
+	if err != nil {
+		return nil, err
+	}
+	s := &SecretShapes{DB: db}
+	m := meta("default", "db-password", 301, 2*time.Hour, nil)
+	m.Annotations = map[string]string{v1.LastAppliedConfigAnnotation: LastApplied}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&v1.Secret{
+		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: m, Type: v1.SecretTypeOpaque,
+		Data: map[string][]byte{"password": []byte(SecretPassword)}})
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	for _, o := range []struct {
+		dst     **boltstore.Store
+		name    string
+		example runtime.Object
+		obj     runtime.Object
+	}{
+		{&s.Dynamic, DynamicSecretStore, &unstructured.Unstructured{}, &unstructured.Unstructured{Object: u}},
+		{&s.Metadata, MetadataSecretStore, &metav1.PartialObjectMetadata{}, &metav1.PartialObjectMetadata{
+			TypeMeta: metav1.TypeMeta{APIVersion: "meta.k8s.io/v1", Kind: "PartialObjectMetadata"}, ObjectMeta: m}},
+	} {
+		st, err := boltstore.New(db, o.name, boltstore.StoreOptions{Object: o.example, Identity: SecretsIdentity,
+			Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
+		if err == nil {
+			_, err = st.Apply(upserts(o.obj), "301")
+		}
+		if err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+		*o.dst = st
+	}
+	return s, nil
+}
+
 // WriteLarge writes n Pods (in 10 namespaces, on 50 nodes) into a new file
 // at path, in batches, with fsync off, and closes it.
 func WriteLarge(path string, n int) error {
