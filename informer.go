@@ -42,7 +42,22 @@ type Informer struct {
 	// clusterIdentity is the cache's Options.ClusterIdentity (nil: none).
 	clusterIdentity ClusterIdentityFunc
 
-	// startedMu guards the fields below it. Lock order: startedMu, then blockDeltas.
+	// Locks, in the order they are taken: blockDeltas, then startedMu, then
+	// the processor's own. startedMu is held over memory only, so status
+	// calls (IsStopped, LastSyncResourceVersion, the Set* calls) never wait
+	// on the disk; HasSynced and the store's reads take no lock of the
+	// informer's at all. blockDeltas is the one lock held over disk I/O,
+	// and only by the process loop, Run's start and AddEventHandler.
+
+	// blockDeltas orders the store's changes and their notifications
+	// against replays to handlers, so that a handler sees every object
+	// exactly once: one commit and the distribution of its changes (never a
+	// retry's wait), a resync's walk, Run's start and warm-start replay
+	// (startAndReplay), and a new handler's registration and replay each
+	// hold it.
+	blockDeltas sync.Mutex
+
+	// startedMu guards the fields below it.
 	startedMu         sync.Mutex
 	started           bool
 	stopped           bool
@@ -50,12 +65,6 @@ type Informer struct {
 	transform         cache.TransformFunc
 	watchErrorHandler reflector.WatchErrorHandler
 	refl              *reflector.Reflector
-
-	// blockDeltas is held while a batch is applied and its notifications
-	// distributed, while a new handler receives its replay, and by Run
-	// through the warm-start replay (startAndReplay), so that a handler sees
-	// every object exactly once.
-	blockDeltas sync.Mutex
 
 	// db is the cache file; markSynced makes a new file durable first.
 	db         *cachefile.DB
