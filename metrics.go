@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2"
 
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
@@ -296,24 +297,29 @@ func (s *storeMetrics) observeReplay(kind string, d time.Duration) {
 	s.replayDuration.WithLabelValues(s.inf.name, kind).Observe(d.Seconds())
 }
 
-// reflectorMetrics feeds the reflector's reports into the informer.
-type reflectorMetrics struct{ inf *Informer }
+// reflectorMetrics feeds the reflector's reports into the informer: its
+// metrics, and its outage (logged with the Run's logger).
+type reflectorMetrics struct {
+	inf    *Informer
+	logger klog.Logger
+}
 
 var _ reflector.Metrics = reflectorMetrics{}
 
 func (r reflectorMetrics) RelistStarted(reason reflector.RelistReason) {
 	r.inf.metrics.relists.WithLabelValues(r.inf.name, string(reason)).Inc()
-	r.inf.logger.Info("Relisting", "reason", string(reason))
 }
 func (r reflectorMetrics) ListRestarted() {}
-func (r reflectorMetrics) ListPage(int)   {}
+func (r reflectorMetrics) ListPage(int)   { r.inf.outage.reached(r.logger) }
 func (r reflectorMetrics) WatchResumed() {
 	r.inf.metrics.watchResumes.WithLabelValues(r.inf.name).Inc()
+	r.inf.outage.reached(r.logger)
 }
 func (r reflectorMetrics) WatchListFallback()    {}
 func (r reflectorMetrics) Backoff(time.Duration) {}
-func (r reflectorMetrics) ListWatchFailed(error) {
+func (r reflectorMetrics) ListWatchFailed(err error) {
 	r.inf.metrics.listWatchErrors.WithLabelValues(r.inf.name).Inc()
+	r.inf.outage.fail(r.logger, "list or watch", err)
 }
 func (r reflectorMetrics) WatchClosed() {
 	r.inf.metrics.watchDisconnects.WithLabelValues(r.inf.name).Inc()

@@ -9,11 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/boltinformer/boltinformer/deltafifo"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/failpoint"
 	"github.com/boltinformer/boltinformer/processor"
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // processLoop pops deltas in batches and applies each batch in one bbolt
@@ -85,6 +87,7 @@ func (inf *Informer) handleRun(ctx context.Context, run []cache.Delta) error {
 	case deltafifo.ListStart:
 		info, _ := run[0].Object.(deltafifo.ListStartInfo)
 		inf.listPace.off = false
+		inf.relist.begin(info.Reason, inf.clock.Now())
 		return inf.retry(ctx, "begin relist", func() error { return inf.store.BeginRelist(info.Reason) })
 	case deltafifo.ListComplete:
 		info, _ := run[0].Object.(deltafifo.ListCompleteInfo)
@@ -157,7 +160,9 @@ func (inf *Informer) applyListPage(ctx context.Context, run []cache.Delta) error
 	for i, d := range run {
 		ops[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: d.Object}
 	}
+	inf.relist.objects += len(run)
 	notify := func(first int, changes []boltstore.Change) {
+		inf.relist.count(changes)
 		initial := !inf.HasSynced()
 		// Once the previous page's notifications have all been taken.
 		inf.listPace.wait(ctx, 0, 0)
@@ -292,7 +297,7 @@ func (inf *Informer) retry(ctx context.Context, what string, fn func() error) er
 			return fmt.Errorf("%s: giving up at shutdown, the next start resumes from the stored resourceVersion: %w", what, err)
 		}
 		d := backoff.Step()
-		inf.logger.Error(err, "Writing to the cache file failed; retrying", "what", what, "retryIn", d)
+		klog.FromContext(ctx).Error(err, "Writing to the cache file failed; retrying", "what", what, "retryIn", d)
 		select {
 		case <-ctx.Done():
 		case <-inf.clock.After(d):
@@ -311,6 +316,7 @@ func (inf *Informer) finishRelist(ctx context.Context, rv string) error {
 			return err
 		}
 		inf.metrics.observeCommit(0, 0, dels)
+		inf.relist.count(dels)
 		failpoint.Inject("boltinformer.afterFinishRelist") // relist committed, its deletes not yet notified
 		for _, ch := range dels {
 			inf.processor.Distribute(processor.Delete{Obj: cache.DeletedFinalStateUnknown{Key: ch.Key, Obj: ch.Old}})
@@ -325,8 +331,53 @@ func (inf *Informer) finishRelist(ctx context.Context, rv string) error {
 	if err := inf.retry(ctx, "make the new cache file durable", inf.db.MakeDurable); err != nil {
 		return err
 	}
+	inf.relist.done(klog.FromContext(ctx), rv, inf.clock.Now())
 	inf.markSynced()
 	return nil
+}
+
+// relistProgress is what the relist in progress has done, for the one
+// info line that says it is over (done). Only the process loop uses it.
+type relistProgress struct {
+	reason string
+	// start is when the relist began; zero when none is in progress. A
+	// relist that starts over keeps it.
+	start time.Time
+	// objects counts the listed objects of the last attempt.
+	objects int
+	// changes counts the changes the relist made, by boltstore.ChangeType.
+	changes [4]int
+}
+
+// begin notes that a relist begins, or starts over, for reason.
+func (r *relistProgress) begin(reason string, now time.Time) {
+	if r.start.IsZero() {
+		r.start = now
+	}
+	r.reason, r.objects = reason, 0
+}
+
+func (r *relistProgress) count(changes []boltstore.Change) {
+	for _, ch := range changes {
+		r.changes[ch.Type]++
+	}
+}
+
+// done logs the relist at info level, as the warm start's "Resuming watch"
+// line says that start, and forgets it.
+func (r *relistProgress) done(logger klog.Logger, rv string, now time.Time) {
+	var d time.Duration
+	if !r.start.IsZero() {
+		d = now.Sub(r.start).Round(time.Millisecond)
+	}
+	kv := []any{"reason", r.reason, "objects", r.objects, "duration", d, "resourceVersion", rv}
+	if r.reason == string(reflector.RelistColdStart) {
+		logger.Info("Cold start done: listed and stored every object", kv...)
+	} else {
+		logger.Info("Relist done: stored what changed since the store's resourceVersion", append(kv,
+			"added", r.changes[boltstore.Added], "updated", r.changes[boltstore.Updated], "deleted", r.changes[boltstore.Deleted])...)
+	}
+	*r = relistProgress{}
 }
 
 // notify turns a change into a handler notification. obj is the delta's

@@ -157,7 +157,8 @@ func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, clu
 		// Resuming an unfinished relist replays too: its diff against disk
 		// notifies only what differs from the pages already applied.
 		if p.relisting {
-			logger.Info("Relisting: the last relist did not finish", "reason", p.reason, "replay", !inf.opts.DisableReplay)
+			// The relist's end says the rest (finishRelist).
+			logger.V(2).Info("Relisting: the last relist did not finish", "reason", p.reason, "replay", !inf.opts.DisableReplay)
 		} else {
 			logger.Info("Resuming watch from the stored resourceVersion", "resourceVersion", p.rv, "replay", !inf.opts.DisableReplay)
 		}
@@ -166,9 +167,8 @@ func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, clu
 			return p
 		}
 		p.warm.replayed()
-	default:
-		logger.Info("Relisting: the store has no resourceVersion (cold start)")
 	}
+	// A cold start is said once, when its list is stored (finishRelist).
 	return p
 }
 
@@ -258,7 +258,7 @@ func (inf *Informer) newPipeline(logger klog.Logger, clusterRelist reflector.Rel
 		WatchList:             inf.opts.WatchList,
 		Clock:                 inf.clock,
 		Logger:                &logger,
-		Metrics:               reflectorMetrics{inf},
+		Metrics:               reflectorMetrics{inf: inf, logger: logger},
 		WatchErrorHandler:     weh,
 		OnWatchEstablished:    func(from string) { warm.watchEstablished(from == rv) },
 		WatchEstablishedAfter: inf.opts.WatchEstablishedAfter,
@@ -341,7 +341,7 @@ func (inf *Informer) replayStored(ctx context.Context, logger klog.Logger, p *pi
 	case err == nil:
 		inf.metrics.observeReplay(replayWarmStart, inf.clock.Since(start))
 	}
-	logger.V(2).Info("Replayed stored objects", "objects", n, "damaged", len(damaged))
+	logger.V(2).Info("Replayed stored objects", "objects", n, "damaged", len(damaged), "duration", inf.clock.Since(start))
 	if len(damaged) == 0 {
 		return true
 	}
