@@ -256,7 +256,9 @@ func (s *storeMetrics) observeCommit(n int, d time.Duration, changes []boltstore
 	}
 	var counts [4]int
 	for _, ch := range changes {
-		counts[ch.Type]++
+		if !ch.Staged { // counted once stored
+			counts[ch.Type]++
+		}
 	}
 	for t, c := range counts {
 		if c > 0 {

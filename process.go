@@ -151,10 +151,13 @@ func (inf *Informer) dropRefused(ctx context.Context, d cache.Delta) error {
 	return err
 }
 
-// applyListPage applies relist items, diffing them against disk. An item
-// the store refuses is not marked seen: the end of the relist deletes what
-// the store holds under its key and tells the handlers with a tombstone,
-// as dropRefused does for a watch event.
+// applyListPage applies relist items, diffing them against disk. On a
+// store that had objects when the relist began, the changed items are
+// staged, not stored, and notified only at the relist's end, after its
+// deletes (finishRelist); on an empty store (a cold start) they are stored
+// and notified at once. An item the store refuses is not marked seen: the
+// end of the relist deletes what the store holds under its key and tells
+// the handlers with a tombstone, as dropRefused does for a watch event.
 func (inf *Informer) applyListPage(ctx context.Context, run []cache.Delta) error {
 	ops := make([]boltstore.Op, len(run))
 	for i, d := range run {
@@ -167,10 +170,12 @@ func (inf *Informer) applyListPage(ctx context.Context, run []cache.Delta) error
 		// Once the previous page's notifications have all been taken.
 		inf.listPace.wait(ctx, 0, 0)
 		for i, ch := range changes {
-			inf.notify(ch, run[first+i].Object, initial)
+			if !ch.Staged { // a staged change is notified when it is stored
+				inf.notify(ch, run[first+i].Object, initial)
+			}
 		}
 	}
-	return inf.applyOps(ctx, ops, inf.store.ApplyListPage, notify, nil)
+	return inf.applyOps(ctx, ops, inf.store.StageListPage, notify, nil)
 }
 
 // paceTimeout bounds how long a list page or a replay waits for the
@@ -305,22 +310,61 @@ func (inf *Informer) retry(ctx context.Context, what string, fn func() error) er
 	}
 }
 
-// finishRelist deletes the keys the relist did not show and notifies them
-// as tombstones, then marks the informer synced.
+// finishRelist ends a relist in client-go's order (its
+// processReplacedAllInfo, after RealFIFO's Replace): first the keys the
+// relist did not show are deleted and notified as tombstones, then the
+// staged adds and updates are stored and notified, a page at a time in key
+// order, and only then are the relist marker cleared and the stored RV
+// moved. Each step is one commit with its notifications under blockDeltas,
+// so a handler added between two steps replays exactly what the
+// notifications so far describe. The informer is then marked synced.
 func (inf *Informer) finishRelist(ctx context.Context, rv string) error {
-	err := inf.retry(ctx, "finish relist", func() error {
+	err := inf.retry(ctx, "sweep relist", func() error {
 		inf.blockDeltas.Lock()
 		defer inf.blockDeltas.Unlock()
-		dels, err := inf.store.FinishRelist(rv)
+		dels, err := inf.store.SweepRelist()
 		if err != nil {
 			return err
 		}
 		inf.metrics.observeCommit(0, 0, dels)
-		inf.relist.count(dels)
-		failpoint.Inject("boltinformer.afterFinishRelist") // relist committed, its deletes not yet notified
-		for _, ch := range dels {
-			inf.processor.Distribute(processor.Delete{Obj: cache.DeletedFinalStateUnknown{Key: ch.Key, Obj: ch.Old}})
+		failpoint.Inject("boltinformer.afterSweepRelist") // the relist's deletes committed, it is still in progress
+		inf.notifyRelistEnd(ctx, dels)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var after []byte
+	for more := true; more; {
+		err := inf.retry(ctx, "apply staged relist items", func() error {
+			inf.blockDeltas.Lock()
+			defer inf.blockDeltas.Unlock()
+			changes, next, m, err := inf.store.ApplyStaged(after, inf.replayPacePage())
+			if err != nil {
+				return err
+			}
+			after, more = next, m
+			inf.metrics.observeCommit(0, 0, changes)
+			failpoint.Inject("boltinformer.afterApplyStaged") // a page of staged items stored, the relist still in progress
+			// Once the previous page's notifications have all been taken.
+			inf.listPace.wait(ctx, 0, 0)
+			inf.notifyRelistEnd(ctx, changes)
+			return nil
+		})
+		if err != nil {
+			return err
 		}
+	}
+	err = inf.retry(ctx, "finish relist", func() error {
+		inf.blockDeltas.Lock()
+		defer inf.blockDeltas.Unlock()
+		rest, err := inf.store.FinishRelist(rv)
+		if err != nil {
+			return err
+		}
+		inf.metrics.observeCommit(0, 0, rest)
+		failpoint.Inject("boltinformer.afterFinishRelist") // relist committed, the informer not yet synced
+		inf.notifyRelistEnd(ctx, rest)
 		return nil
 	})
 	if err != nil {
@@ -334,6 +378,21 @@ func (inf *Informer) finishRelist(ctx context.Context, rv string) error {
 	inf.relist.done(klog.FromContext(ctx), rv, inf.clock.Now())
 	inf.markSynced()
 	return nil
+}
+
+// notifyRelistEnd notifies what the end of a relist changed: a delete as a
+// tombstone holding the object the store held, an add or update as a list
+// item's. The caller holds blockDeltas.
+func (inf *Informer) notifyRelistEnd(ctx context.Context, changes []boltstore.Change) {
+	inf.relist.count(changes)
+	initial := !inf.HasSynced()
+	for _, ch := range changes {
+		if ch.Type == boltstore.Deleted {
+			inf.processor.Distribute(processor.Delete{Obj: cache.DeletedFinalStateUnknown{Key: ch.Key, Obj: ch.Old}})
+			continue
+		}
+		inf.notify(ch, ch.New, initial)
+	}
 }
 
 // relistProgress is what the relist in progress has done, for the one
@@ -357,9 +416,12 @@ func (r *relistProgress) begin(reason string, now time.Time) {
 	r.reason, r.objects = reason, 0
 }
 
+// count counts changes; a staged one counts once it is stored.
 func (r *relistProgress) count(changes []boltstore.Change) {
 	for _, ch := range changes {
-		r.changes[ch.Type]++
+		if !ch.Staged {
+			r.changes[ch.Type]++
+		}
 	}
 }
 
