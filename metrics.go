@@ -98,7 +98,7 @@ func newMetrics(c *Cache) *metrics {
 		watchResumes: counter("watch_resumes_total",
 			"Watches started from a known resourceVersion without a relist."),
 		listWatchErrors: counter("list_watch_errors_total",
-			"List and watch requests that ended with an error; the informer backs off and retries, or relists after 410 Gone."),
+			"Requests to the apiserver that ended with an error (lists, watches, and the cluster identity check of Options.ClusterIdentity); the informer backs off and retries, or relists after 410 Gone."),
 		watchDisconnects: counter("watch_disconnects_total",
 			"Watches the apiserver ended without an error (its timeout, or the connection closed); the informer watches again from the last resourceVersion."),
 		replayDuration: histogram("replay_duration_seconds",
