@@ -154,8 +154,8 @@ func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, clu
 	launch(p)
 	switch {
 	case p.warm.warm || p.relisting:
-		// Resuming an unfinished relist replays too: its diff against disk
-		// notifies only what differs from the pages already applied.
+		// Resuming an unfinished relist replays too: the relist starts over
+		// and its diff notifies only what differs from what the store holds.
 		if p.relisting {
 			// The relist's end says the rest (finishRelist).
 			logger.V(2).Info("Relisting: the last relist did not finish", "reason", p.reason, "replay", !inf.opts.DisableReplay)
