@@ -44,11 +44,13 @@ type Options struct {
 	Now func() time.Time
 	// ClusterIdentity, when set, identifies the cluster the informers'
 	// ListerWatchers talk to; KubeSystemUID(clientset.CoreV1()) is the usual
-	// one. Each informer calls it when it starts, before it replays or
-	// resumes anything, and records the answer with its store: a store that
-	// belonged to another cluster (the file was copied, the cluster was
-	// recreated) is emptied and relisted, never resumed. While it fails the
-	// informer retries with a backoff and does not sync.
+	// one. The cache calls it once, when its first informer starts, and
+	// every informer records the answer with its store before it replays or
+	// resumes anything: a store that belonged to another cluster (the file
+	// was copied, the cluster was recreated) is emptied and relisted, never
+	// resumed. While it fails it is retried with a backoff, each failure
+	// counted in list_watch_errors_total, and the informers wait and do not
+	// sync.
 	//
 	// Without it, a file that meets another cluster is caught only when its
 	// stored resourceVersion is ahead of that cluster's current one (every
@@ -105,10 +107,13 @@ type Cache struct {
 	// movedTo is where Open moved a damaged file (RebuildOnCorruption).
 	movedTo string
 
-	// mu guards informers and closed.
+	// mu guards informers, closed and identity.
 	mu        sync.Mutex
 	informers map[string]*Informer
 	closed    bool
+	// identity asks Options.ClusterIdentity for every informer (nil: none
+	// asked yet, or no ClusterIdentity).
+	identity *clusterIdentity
 }
 
 // Open opens (or creates) the cache file at path. It fails with a clear

@@ -39,10 +39,28 @@ type Informer struct {
 	// loggerSet: the cache's Options.Logger was given, so Run ignores the
 	// logger of its context.
 	loggerSet bool
-	// clusterIdentity is the cache's Options.ClusterIdentity (nil: none).
-	clusterIdentity ClusterIdentityFunc
+	// identity asks the cache's Options.ClusterIdentity, once for every
+	// informer of the cache (nil: none).
+	identity *clusterIdentity
+	// outage follows the requests the apiserver does not answer.
+	outage outage
 
-	// startedMu guards the fields below it. Lock order: startedMu, then blockDeltas.
+	// Locks, in the order they are taken: blockDeltas, then startedMu, then
+	// the processor's own. startedMu is held over memory only, so status
+	// calls (IsStopped, LastSyncResourceVersion, the Set* calls) never wait
+	// on the disk; HasSynced and the store's reads take no lock of the
+	// informer's at all. blockDeltas is the one lock held over disk I/O,
+	// and only by the process loop, Run's start and AddEventHandler.
+
+	// blockDeltas orders the store's changes and their notifications
+	// against replays to handlers, so that a handler sees every object
+	// exactly once: one commit and the distribution of its changes (never a
+	// retry's wait), a resync's walk, Run's start and warm-start replay
+	// (startAndReplay), and a new handler's registration and replay each
+	// hold it.
+	blockDeltas sync.Mutex
+
+	// startedMu guards the fields below it.
 	startedMu         sync.Mutex
 	started           bool
 	stopped           bool
@@ -50,12 +68,6 @@ type Informer struct {
 	transform         cache.TransformFunc
 	watchErrorHandler reflector.WatchErrorHandler
 	refl              *reflector.Reflector
-
-	// blockDeltas is held while a batch is applied and its notifications
-	// distributed, while a new handler receives its replay, and by Run
-	// through the warm-start replay (startAndReplay), so that a handler sees
-	// every object exactly once.
-	blockDeltas sync.Mutex
 
 	// db is the cache file; markSynced makes a new file durable first.
 	db         *cachefile.DB
@@ -69,6 +81,9 @@ type Informer struct {
 	// listPace paces the relist in progress on the handlers; the process
 	// loop turns it back on when a relist starts and is its only user.
 	listPace handlerPace
+	// relist is the progress of the relist in progress, for its log line;
+	// the process loop is its only user.
+	relist relistProgress
 }
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)
@@ -128,23 +143,25 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 	}
 	if r := store.OpenReport(); r.Reset {
 		logger.Info("Store identity changed: emptied it, the informer will relist", "reason", r.ResetReason)
-	} else if len(r.RebuiltIndexes)+len(r.DroppedIndexes) > 0 {
-		logger.Info("Rebuilt indexes from disk", "rebuilt", r.RebuiltIndexes, "dropped", r.DroppedIndexes, "duration", r.RebuildDuration)
+	} else if n, err := store.Len(); len(r.RebuiltIndexes)+len(r.DroppedIndexes) > 0 && err == nil && n > 0 {
+		// An empty store (a new file) has nothing to rebuild from.
+		logger.Info("Rebuilt indexes from disk", "rebuilt", r.RebuiltIndexes, "dropped", r.DroppedIndexes, "objects", n, "duration", r.RebuildDuration)
 	}
 	inf := &Informer{
-		lw:              lw,
-		objType:         exampleObject,
-		gvk:             gvk,
-		opts:            opts,
-		name:            opts.StoreName,
-		store:           store,
-		clock:           opts.Clock,
-		logger:          logger,
-		onCorruption:    c.opts.OnCorruption,
-		loggerSet:       c.loggerSet,
-		clusterIdentity: c.opts.ClusterIdentity,
-		db:              c.db,
-		synced:          make(chan struct{}),
+		lw:           lw,
+		objType:      exampleObject,
+		gvk:          gvk,
+		opts:         opts,
+		name:         opts.StoreName,
+		store:        store,
+		clock:        opts.Clock,
+		logger:       logger,
+		onCorruption: c.opts.OnCorruption,
+		loggerSet:    c.loggerSet,
+		identity:     c.clusterIdentity(),
+		outage:       outage{clock: opts.Clock},
+		db:           c.db,
+		synced:       make(chan struct{}),
 		processor: processor.New(processor.Options{
 			ResyncPeriod: opts.ResyncPeriod,
 			Clock:        opts.Clock,

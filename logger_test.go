@@ -87,7 +87,7 @@ func TestOptionsLoggerReceivesEveryLine(t *testing.T) {
 	var ours, ctxLines lines
 	runLogged(t, boltinformer.Options{Logger: ours.logger()}, ctxLines.logger())
 	for _, want := range []string{
-		`"msg"="Relisting: the store has no resourceVersion (cold start)" "store"="Pod.v1"`,
+		`"msg"="Cold start done: listed and stored every object" "store"="Pod.v1"`,
 		`"reflector"="Pod.v1"`, // the reflector's own lines, at V(2) and above
 		`"msg"="Informer cannot be made"`,
 	} {
@@ -105,7 +105,7 @@ func TestOptionsLoggerReceivesEveryLine(t *testing.T) {
 func TestZeroLoggerLogsToRunContext(t *testing.T) {
 	var ctxLines lines
 	runLogged(t, boltinformer.Options{}, ctxLines.logger())
-	if !ctxLines.has(`"msg"="Relisting: the store has no resourceVersion (cold start)" "store"="Pod.v1"`) {
+	if !ctxLines.has(`"msg"="Cold start done: listed and stored every object" "store"="Pod.v1"`) {
 		t.Errorf("the Run context's logger lacks the informer's lines:\n%s", strings.Join(ctxLines.get(), "\n"))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/klog/v2"
 
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
@@ -97,7 +98,7 @@ func newMetrics(c *Cache) *metrics {
 		watchResumes: counter("watch_resumes_total",
 			"Watches started from a known resourceVersion without a relist."),
 		listWatchErrors: counter("list_watch_errors_total",
-			"List and watch requests that ended with an error; the informer backs off and retries, or relists after 410 Gone."),
+			"Requests to the apiserver that ended with an error (lists, watches, and the cluster identity check of Options.ClusterIdentity); the informer backs off and retries, or relists after 410 Gone."),
 		watchDisconnects: counter("watch_disconnects_total",
 			"Watches the apiserver ended without an error (its timeout, or the connection closed); the informer watches again from the last resourceVersion."),
 		replayDuration: histogram("replay_duration_seconds",
@@ -255,7 +256,9 @@ func (s *storeMetrics) observeCommit(n int, d time.Duration, changes []boltstore
 	}
 	var counts [4]int
 	for _, ch := range changes {
-		counts[ch.Type]++
+		if !ch.Staged { // counted once stored
+			counts[ch.Type]++
+		}
 	}
 	for t, c := range counts {
 		if c > 0 {
@@ -296,24 +299,29 @@ func (s *storeMetrics) observeReplay(kind string, d time.Duration) {
 	s.replayDuration.WithLabelValues(s.inf.name, kind).Observe(d.Seconds())
 }
 
-// reflectorMetrics feeds the reflector's reports into the informer.
-type reflectorMetrics struct{ inf *Informer }
+// reflectorMetrics feeds the reflector's reports into the informer: its
+// metrics, and its outage (logged with the Run's logger).
+type reflectorMetrics struct {
+	inf    *Informer
+	logger klog.Logger
+}
 
 var _ reflector.Metrics = reflectorMetrics{}
 
 func (r reflectorMetrics) RelistStarted(reason reflector.RelistReason) {
 	r.inf.metrics.relists.WithLabelValues(r.inf.name, string(reason)).Inc()
-	r.inf.logger.Info("Relisting", "reason", string(reason))
 }
 func (r reflectorMetrics) ListRestarted() {}
-func (r reflectorMetrics) ListPage(int)   {}
+func (r reflectorMetrics) ListPage(int)   { r.inf.outage.reached(r.logger) }
 func (r reflectorMetrics) WatchResumed() {
 	r.inf.metrics.watchResumes.WithLabelValues(r.inf.name).Inc()
+	r.inf.outage.reached(r.logger)
 }
 func (r reflectorMetrics) WatchListFallback()    {}
 func (r reflectorMetrics) Backoff(time.Duration) {}
-func (r reflectorMetrics) ListWatchFailed(error) {
+func (r reflectorMetrics) ListWatchFailed(err error) {
 	r.inf.metrics.listWatchErrors.WithLabelValues(r.inf.name).Inc()
+	r.inf.outage.fail(r.logger, "list or watch", err)
 }
 func (r reflectorMetrics) WatchClosed() {
 	r.inf.metrics.watchDisconnects.WithLabelValues(r.inf.name).Inc()

@@ -37,7 +37,7 @@ var wantFamilies = map[string]struct {
 	"boltinformer_objects_dropped_total":         {dto.MetricType_COUNTER, "Objects the store refused (no metadata, wrong type, IndexFunc error)."},
 	"boltinformer_relists_total":                 {dto.MetricType_COUNTER, "Relists started, by reason."},
 	"boltinformer_watch_resumes_total":           {dto.MetricType_COUNTER, "Watches started from a known resourceVersion without a relist."},
-	"boltinformer_list_watch_errors_total":       {dto.MetricType_COUNTER, "List and watch requests that ended with an error; the informer backs off and retries, or relists after 410 Gone."},
+	"boltinformer_list_watch_errors_total":       {dto.MetricType_COUNTER, "Requests to the apiserver that ended with an error (lists, watches, and the cluster identity check of Options.ClusterIdentity); the informer backs off and retries, or relists after 410 Gone."},
 	"boltinformer_watch_disconnects_total":       {dto.MetricType_COUNTER, "Watches the apiserver ended without an error (its timeout, or the connection closed); the informer watches again from the last resourceVersion."},
 	"boltinformer_replay_duration_seconds":       {dto.MetricType_HISTOGRAM, "Time to replay the stored objects to handlers from disk: all handlers on a warm start, or one handler added to a running informer."},
 	"boltinformer_objects":                       {dto.MetricType_GAUGE, "Objects in the store."},
@@ -78,7 +78,7 @@ boltinformer_events_applied_total{change="added",file="%[1]s",store="Pod.v1"} %[
 boltinformer_events_applied_total{change="deleted",file="%[1]s",store="Pod.v1"} %[3]d
 boltinformer_events_applied_total{change="unchanged",file="%[1]s",store="Pod.v1"} 0
 boltinformer_events_applied_total{change="updated",file="%[1]s",store="Pod.v1"} 0
-# HELP boltinformer_list_watch_errors_total List and watch requests that ended with an error; the informer backs off and retries, or relists after 410 Gone.
+# HELP boltinformer_list_watch_errors_total Requests to the apiserver that ended with an error (lists, watches, and the cluster identity check of Options.ClusterIdentity); the informer backs off and retries, or relists after 410 Gone.
 # TYPE boltinformer_list_watch_errors_total counter
 boltinformer_list_watch_errors_total{file="%[1]s",store="Pod.v1"} 0
 # HELP boltinformer_objects_dropped_total Objects the store refused (no metadata, wrong type, IndexFunc error).

@@ -9,11 +9,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/boltinformer/boltinformer/deltafifo"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/failpoint"
 	"github.com/boltinformer/boltinformer/processor"
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // processLoop pops deltas in batches and applies each batch in one bbolt
@@ -36,13 +38,14 @@ func (inf *Informer) processLoop(ctx context.Context, queue *deltafifo.Queue) {
 
 // handle applies one popped batch. Deltas of one kind are applied
 // together, relist items at most a page at a time; markers (relist start
-// and end, bookmarks, resync) alone.
+// and end, bookmarks, resync) alone. It holds no lock of its own: each
+// commit that changes objects takes blockDeltas for one attempt and the
+// distribution of its changes (commitAndNotify), never across a retry's
+// wait.
 func (inf *Informer) handle(ctx context.Context, deltas []cache.Delta) error {
 	if inf.abandoned.Load() {
 		return nil
 	}
-	inf.blockDeltas.Lock()
-	defer inf.blockDeltas.Unlock()
 	page := int(inf.opts.PageSize)
 	for i := 0; i < len(deltas); {
 		j := i + 1
@@ -69,6 +72,7 @@ func (inf *Informer) handleRun(ctx context.Context, run []cache.Delta) error {
 	case cache.Replaced:
 		return inf.applyListPage(ctx, run)
 	case cache.Bookmark:
+		// Only the RV moves: no object a replay could see changes.
 		info, _ := run[0].Object.(cache.BookmarkInfo)
 		err := inf.retry(ctx, "bookmark", func() error {
 			_, err := inf.store.Apply(nil, info.ResourceVersion)
@@ -83,6 +87,7 @@ func (inf *Informer) handleRun(ctx context.Context, run []cache.Delta) error {
 	case deltafifo.ListStart:
 		info, _ := run[0].Object.(deltafifo.ListStartInfo)
 		inf.listPace.off = false
+		inf.relist.begin(info.Reason, inf.clock.Now())
 		return inf.retry(ctx, "begin relist", func() error { return inf.store.BeginRelist(info.Reason) })
 	case deltafifo.ListComplete:
 		info, _ := run[0].Object.(deltafifo.ListCompleteInfo)
@@ -101,41 +106,76 @@ func (inf *Informer) applyEvents(ctx context.Context, run []cache.Delta) error {
 			ops[i].Type = boltstore.OpDelete
 		}
 	}
-	// No handler, no use for the previous objects. Handlers are added
-	// and removed under blockDeltas, which handle holds: none can appear
-	// before these changes are distributed. A delete is notified with the
-	// object the apiserver sent (notify), never with the stored one.
-	opts := boltstore.ApplyOptions{SkipOld: inf.processor.NumListeners() == 0, SkipOldOfDeletes: true}
-	changes, err := inf.applyOps(ctx, ops, func(ops []boltstore.Op) ([]boltstore.Change, error) {
+	apply := func(ops []boltstore.Op) ([]boltstore.Change, error) {
+		// No handler, no use for the previous objects. Handlers are added
+		// under blockDeltas, which commitAndNotify holds: none can appear
+		// before these changes are distributed. A delete is notified with
+		// the object the apiserver sent (notify), never with the stored one.
+		opts := boltstore.ApplyOptions{SkipOld: inf.processor.NumListeners() == 0, SkipOldOfDeletes: true}
 		return inf.store.ApplyWith(ops, resourceVersionOf(ops[len(ops)-1].Obj), opts)
-	})
-	if err != nil {
-		return err
 	}
-	failpoint.Inject("boltinformer.afterCommit") // committed, handlers not yet notified
-	for i, ch := range changes {
-		inf.notify(ch, run[i].Object, false)
+	notify := func(first int, changes []boltstore.Change) {
+		failpoint.Inject("boltinformer.afterCommit") // committed, handlers not yet notified
+		for i, ch := range changes {
+			inf.notify(ch, run[first+i].Object, false)
+		}
 	}
-	return nil
+	return inf.applyOps(ctx, ops, apply, notify, func(i int) error { return inf.dropRefused(ctx, run[i]) })
 }
 
-// applyListPage applies relist items, diffing them against disk.
+// dropRefused deletes what the store holds under the key of an object it
+// refused (an IndexFunc error, the wrong type): the store must not keep a
+// version the RV has moved past, nor one its indexes do not describe. The
+// delete carries the refused object's RV, so a refused event older than
+// the stored object changes nothing (DESIGN invariant 2). The handlers are
+// told with a DeletedFinalStateUnknown holding the object they last saw,
+// as a relist tells them of a key it no longer lists: client-go's store
+// would panic on the IndexFunc error, so there is no event of its to copy,
+// and the object is not deleted in the apiserver.
+func (inf *Informer) dropRefused(ctx context.Context, d cache.Delta) error {
+	if d.Type == cache.Deleted {
+		return nil // a delete that cannot be keyed leaves nothing to drop
+	}
+	ops := []boltstore.Op{{Type: boltstore.OpDelete, Obj: d.Object}}
+	err := inf.commitAndNotify(ctx, ops, 0, func(ops []boltstore.Op) ([]boltstore.Change, error) {
+		opts := boltstore.ApplyOptions{SkipOld: inf.processor.NumListeners() == 0}
+		return inf.store.ApplyWith(ops, resourceVersionOf(d.Object), opts)
+	}, func(_ int, changes []boltstore.Change) {
+		if ch := changes[0]; ch.Type == boltstore.Deleted {
+			inf.processor.Distribute(processor.Delete{Obj: cache.DeletedFinalStateUnknown{Key: ch.Key, Obj: ch.Old}})
+		}
+	})
+	if isBadInput(err) {
+		return nil // no key: nothing can be stored under it
+	}
+	return err
+}
+
+// applyListPage applies relist items, diffing them against disk. On a
+// store that had objects when the relist began, the changed items are
+// staged, not stored, and notified only at the relist's end, after its
+// deletes (finishRelist); on an empty store (a cold start) they are stored
+// and notified at once. An item the store refuses is not marked seen: the
+// end of the relist deletes what the store holds under its key and tells
+// the handlers with a tombstone, as dropRefused does for a watch event.
 func (inf *Informer) applyListPage(ctx context.Context, run []cache.Delta) error {
 	ops := make([]boltstore.Op, len(run))
 	for i, d := range run {
 		ops[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: d.Object}
 	}
-	changes, err := inf.applyOps(ctx, ops, inf.store.ApplyListPage)
-	if err != nil {
-		return err
+	inf.relist.objects += len(run)
+	notify := func(first int, changes []boltstore.Change) {
+		inf.relist.count(changes)
+		initial := !inf.HasSynced()
+		// Once the previous page's notifications have all been taken.
+		inf.listPace.wait(ctx, 0, 0)
+		for i, ch := range changes {
+			if !ch.Staged { // a staged change is notified when it is stored
+				inf.notify(ch, run[first+i].Object, initial)
+			}
+		}
 	}
-	initial := !inf.HasSynced()
-	// Once the previous page's notifications have all been taken.
-	inf.listPace.wait(ctx, 0, 0)
-	for i, ch := range changes {
-		inf.notify(ch, run[i].Object, initial)
-	}
-	return nil
+	return inf.applyOps(ctx, ops, inf.store.StageListPage, notify, nil)
 }
 
 // paceTimeout bounds how long a list page or a replay waits for the
@@ -184,46 +224,57 @@ func (hp *handlerPace) wait(ctx context.Context, over, until int) {
 		"during", hp.what, "waited", paceTimeout, "pendingNotifications", p.MaxPending())
 }
 
-// applyOps runs apply with retries. When the batch has an object the store
-// refuses (no metadata, wrong type, IndexFunc error), the batch is applied
-// one op at a time and the refused objects are dropped and logged: one bad
+// applyOps applies ops with apply and hands their changes to notify, each
+// commit with its notifications under blockDeltas (commitAndNotify). When
+// the batch has an object the store refuses (no metadata, wrong type,
+// IndexFunc error), the batch is applied one op at a time and each refused
+// object is counted, logged and passed to dropRefused (when set): one bad
 // object must not stall the informer.
-func (inf *Informer) applyOps(ctx context.Context, ops []boltstore.Op, apply func([]boltstore.Op) ([]boltstore.Change, error)) ([]boltstore.Change, error) {
-	var changes []boltstore.Change
-	start := inf.clock.Now()
-	err := inf.retry(ctx, "apply", func() error {
-		var err error
-		changes, err = apply(ops)
-		return err
-	})
-	if err == nil {
-		inf.metrics.observeCommit(len(ops), inf.clock.Since(start), changes)
-		return changes, nil
-	}
+func (inf *Informer) applyOps(ctx context.Context, ops []boltstore.Op, apply func([]boltstore.Op) ([]boltstore.Change, error),
+	notify func(first int, changes []boltstore.Change), dropRefused func(i int) error) error {
+	err := inf.commitAndNotify(ctx, ops, 0, apply, notify)
 	if !isBadInput(err) {
-		return nil, err
+		return err
 	}
-	changes = make([]boltstore.Change, len(ops))
 	for i := range ops {
-		var one []boltstore.Change
-		err := inf.retry(ctx, "apply", func() error {
-			var err error
-			one, err = apply(ops[i : i+1])
-			return err
-		})
+		err := inf.commitAndNotify(ctx, ops[i:i+1], i, apply, notify)
 		switch {
 		case err == nil:
-			changes[i] = one[0]
 		case isBadInput(err):
 			inf.metrics.dropped.WithLabelValues(inf.name).Inc()
 			inf.logger.Error(err, "Dropping an object the store cannot hold")
-			changes[i] = boltstore.Change{Type: boltstore.Unchanged}
+			if dropRefused != nil {
+				if err := dropRefused(i); err != nil {
+					return err
+				}
+			}
 		default:
-			return nil, err
+			return err
 		}
 	}
-	inf.metrics.observeCommit(len(ops), inf.clock.Since(start), changes)
-	return changes, nil
+	return nil
+}
+
+// commitAndNotify commits ops with apply, retrying a failed commit, and
+// hands the changes to notify; first is the index of ops[0] in its run.
+// Each attempt holds blockDeltas from the commit to the end of notify, and
+// only then: a handler added between attempts replays a store that has
+// none of ops, and one added after gets their notifications, never both.
+// Readers and status calls take no lock that an attempt holds.
+func (inf *Informer) commitAndNotify(ctx context.Context, ops []boltstore.Op, first int, apply func([]boltstore.Op) ([]boltstore.Change, error),
+	notify func(first int, changes []boltstore.Change)) error {
+	start := inf.clock.Now()
+	return inf.retry(ctx, "apply", func() error {
+		inf.blockDeltas.Lock()
+		defer inf.blockDeltas.Unlock()
+		changes, err := apply(ops)
+		if err != nil {
+			return err
+		}
+		inf.metrics.observeCommit(len(ops), inf.clock.Since(start), changes)
+		notify(first, changes)
+		return nil
+	})
 }
 
 func isBadInput(err error) bool {
@@ -251,7 +302,7 @@ func (inf *Informer) retry(ctx context.Context, what string, fn func() error) er
 			return fmt.Errorf("%s: giving up at shutdown, the next start resumes from the stored resourceVersion: %w", what, err)
 		}
 		d := backoff.Step()
-		inf.logger.Error(err, "Writing to the cache file failed; retrying", "what", what, "retryIn", d)
+		klog.FromContext(ctx).Error(err, "Writing to the cache file failed; retrying", "what", what, "retryIn", d)
 		select {
 		case <-ctx.Done():
 		case <-inf.clock.After(d):
@@ -259,30 +310,136 @@ func (inf *Informer) retry(ctx context.Context, what string, fn func() error) er
 	}
 }
 
-// finishRelist deletes the keys the relist did not show and notifies them
-// as tombstones, then marks the informer synced.
+// finishRelist ends a relist in client-go's order (its
+// processReplacedAllInfo, after RealFIFO's Replace): first the keys the
+// relist did not show are deleted and notified as tombstones, then the
+// staged adds and updates are stored and notified, a page at a time in key
+// order, and only then are the relist marker cleared and the stored RV
+// moved. Each step is one commit with its notifications under blockDeltas,
+// so a handler added between two steps replays exactly what the
+// notifications so far describe. The informer is then marked synced.
 func (inf *Informer) finishRelist(ctx context.Context, rv string) error {
-	var dels []boltstore.Change
-	err := inf.retry(ctx, "finish relist", func() error {
-		var err error
-		dels, err = inf.store.FinishRelist(rv)
-		return err
+	err := inf.retry(ctx, "sweep relist", func() error {
+		inf.blockDeltas.Lock()
+		defer inf.blockDeltas.Unlock()
+		dels, err := inf.store.SweepRelist()
+		if err != nil {
+			return err
+		}
+		inf.metrics.observeCommit(0, 0, dels)
+		failpoint.Inject("boltinformer.afterSweepRelist") // the relist's deletes committed, it is still in progress
+		inf.notifyRelistEnd(ctx, dels)
+		return nil
 	})
 	if err != nil {
 		return err
 	}
-	inf.metrics.observeCommit(0, 0, dels)
-	failpoint.Inject("boltinformer.afterFinishRelist") // relist committed, its deletes not yet notified
-	for _, ch := range dels {
-		inf.processor.Distribute(processor.Delete{Obj: cache.DeletedFinalStateUnknown{Key: ch.Key, Obj: ch.Old}})
+	var after []byte
+	for more := true; more; {
+		err := inf.retry(ctx, "apply staged relist items", func() error {
+			inf.blockDeltas.Lock()
+			defer inf.blockDeltas.Unlock()
+			changes, next, m, err := inf.store.ApplyStaged(after, inf.replayPacePage())
+			if err != nil {
+				return err
+			}
+			after, more = next, m
+			inf.metrics.observeCommit(0, 0, changes)
+			failpoint.Inject("boltinformer.afterApplyStaged") // a page of staged items stored, the relist still in progress
+			// Once the previous page's notifications have all been taken.
+			inf.listPace.wait(ctx, 0, 0)
+			inf.notifyRelistEnd(ctx, changes)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	err = inf.retry(ctx, "finish relist", func() error {
+		inf.blockDeltas.Lock()
+		defer inf.blockDeltas.Unlock()
+		rest, err := inf.store.FinishRelist(rv)
+		if err != nil {
+			return err
+		}
+		inf.metrics.observeCommit(0, 0, rest)
+		failpoint.Inject("boltinformer.afterFinishRelist") // relist committed, the informer not yet synced
+		inf.notifyRelistEnd(ctx, rest)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	// The first sync of a new file is its sync point (cachefile.MakeDurable):
 	// HasSynced turns true only on a durable file.
 	if err := inf.retry(ctx, "make the new cache file durable", inf.db.MakeDurable); err != nil {
 		return err
 	}
+	inf.relist.done(klog.FromContext(ctx), rv, inf.clock.Now())
 	inf.markSynced()
 	return nil
+}
+
+// notifyRelistEnd notifies what the end of a relist changed: a delete as a
+// tombstone holding the object the store held, an add or update as a list
+// item's. The caller holds blockDeltas.
+func (inf *Informer) notifyRelistEnd(ctx context.Context, changes []boltstore.Change) {
+	inf.relist.count(changes)
+	initial := !inf.HasSynced()
+	for _, ch := range changes {
+		if ch.Type == boltstore.Deleted {
+			inf.processor.Distribute(processor.Delete{Obj: cache.DeletedFinalStateUnknown{Key: ch.Key, Obj: ch.Old}})
+			continue
+		}
+		inf.notify(ch, ch.New, initial)
+	}
+}
+
+// relistProgress is what the relist in progress has done, for the one
+// info line that says it is over (done). Only the process loop uses it.
+type relistProgress struct {
+	reason string
+	// start is when the relist began; zero when none is in progress. A
+	// relist that starts over keeps it.
+	start time.Time
+	// objects counts the listed objects of the last attempt.
+	objects int
+	// changes counts the changes the relist made, by boltstore.ChangeType.
+	changes [4]int
+}
+
+// begin notes that a relist begins, or starts over, for reason.
+func (r *relistProgress) begin(reason string, now time.Time) {
+	if r.start.IsZero() {
+		r.start = now
+	}
+	r.reason, r.objects = reason, 0
+}
+
+// count counts changes; a staged one counts once it is stored.
+func (r *relistProgress) count(changes []boltstore.Change) {
+	for _, ch := range changes {
+		if !ch.Staged {
+			r.changes[ch.Type]++
+		}
+	}
+}
+
+// done logs the relist at info level, as the warm start's "Resuming watch"
+// line says that start, and forgets it.
+func (r *relistProgress) done(logger klog.Logger, rv string, now time.Time) {
+	var d time.Duration
+	if !r.start.IsZero() {
+		d = now.Sub(r.start).Round(time.Millisecond)
+	}
+	kv := []any{"reason", r.reason, "objects", r.objects, "duration", d, "resourceVersion", rv}
+	if r.reason == string(reflector.RelistColdStart) {
+		logger.Info("Cold start done: listed and stored every object", kv...)
+	} else {
+		logger.Info("Relist done: stored what changed since the store's resourceVersion", append(kv,
+			"added", r.changes[boltstore.Added], "updated", r.changes[boltstore.Updated], "deleted", r.changes[boltstore.Deleted])...)
+	}
+	*r = relistProgress{}
 }
 
 // notify turns a change into a handler notification. obj is the delta's
@@ -309,8 +466,13 @@ func (inf *Informer) notify(ch boltstore.Change, obj interface{}, initial bool) 
 	}
 }
 
-// resync sends every stored object as an update to the handlers that are due.
+// resync sends every stored object as an update to the handlers that are
+// due. It holds blockDeltas through the walk: a handler added meanwhile
+// would otherwise get resync updates of objects its replay has not yet
+// sent.
 func (inf *Informer) resync() error {
+	inf.blockDeltas.Lock()
+	defer inf.blockDeltas.Unlock()
 	return inf.store.ForEach(func(obj interface{}) error {
 		inf.processor.DistributeSync(processor.Update{Old: obj, New: obj})
 		return nil

@@ -119,29 +119,32 @@ type pipeline struct {
 }
 
 // startAndReplay is the hand-off between Run and handlers added while it
-// runs. Holding startedMu, it builds the pipeline and marks the informer
-// started, and it takes blockDeltas before it releases startedMu. With
-// blockDeltas held it calls launch (which starts the processor and the
-// reflector), replays the stored objects on a warm start, and only then
-// releases blockDeltas. It returns nil if the informer must not run.
+// runs. Holding blockDeltas, it marks the informer started (startedMu, for
+// a moment), builds the pipeline from the store's state, calls launch
+// (which starts the processor and the reflector), replays the stored
+// objects on a warm start, and only then releases blockDeltas. It returns
+// nil if the informer must not run.
 //
 // Invariant: every handler sees every stored object exactly once. A handler
 // added before started is set receives the objects from this replay; one
-// added after it sees started, waits for blockDeltas and replays the store
-// to itself alone (AddEventHandlerWithOptions); and no delta is applied in
-// between, since applying a batch takes blockDeltas too.
+// added after it waits for blockDeltas, sees started and replays the store
+// to itself alone (AddEventHandlerWithOptions); and no change is committed
+// in between, since each commit of the process loop takes blockDeltas too.
 func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, clusterRelist reflector.RelistReason, launch func(*pipeline)) *pipeline {
-	inf.startedMu.Lock()
-	p := inf.newPipelineLocked(logger, clusterRelist)
-	if p == nil {
-		inf.startedMu.Unlock()
+	inf.blockDeltas.Lock()
+	defer inf.blockDeltas.Unlock()
+	transform, weh, ok := inf.claimStart(logger)
+	if !ok {
 		return nil
 	}
+	p := inf.newPipeline(logger, clusterRelist, transform, weh)
+	if p == nil {
+		inf.markStopped()
+		return nil
+	}
+	inf.startedMu.Lock()
 	inf.refl = p.refl
-	inf.started, inf.running = true, true
-	inf.blockDeltas.Lock()
 	inf.startedMu.Unlock()
-	defer inf.blockDeltas.Unlock()
 
 	if p.replay && (p.warm.warm || p.relisting) {
 		// The consumer starts after the replay: meanwhile the watch's
@@ -151,10 +154,11 @@ func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, clu
 	launch(p)
 	switch {
 	case p.warm.warm || p.relisting:
-		// Resuming an unfinished relist replays too: its diff against disk
-		// notifies only what differs from the pages already applied.
+		// Resuming an unfinished relist replays too: the relist starts over
+		// and its diff notifies only what differs from what the store holds.
 		if p.relisting {
-			logger.Info("Relisting: the last relist did not finish", "reason", p.reason, "replay", !inf.opts.DisableReplay)
+			// The relist's end says the rest (finishRelist).
+			logger.V(2).Info("Relisting: the last relist did not finish", "reason", p.reason, "replay", !inf.opts.DisableReplay)
 		} else {
 			logger.Info("Resuming watch from the stored resourceVersion", "resourceVersion", p.rv, "replay", !inf.opts.DisableReplay)
 		}
@@ -163,10 +167,23 @@ func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, clu
 			return p
 		}
 		p.warm.replayed()
-	default:
-		logger.Info("Relisting: the store has no resourceVersion (cold start)")
 	}
+	// A cold start is said once, when its list is stored (finishRelist).
 	return p
+}
+
+// claimStart marks the informer started and running, unless it already
+// ran, and returns the transform and watch error handler set before it
+// (neither changes once started is set). The caller holds blockDeltas.
+func (inf *Informer) claimStart(logger klog.Logger) (cache.TransformFunc, reflector.WatchErrorHandler, bool) {
+	inf.startedMu.Lock()
+	defer inf.startedMu.Unlock()
+	if inf.started || inf.stopped {
+		logger.Info("Warning: the informer has started, run more than once is not allowed")
+		return nil, nil, false
+	}
+	inf.started, inf.running = true, true
+	return inf.transform, inf.watchErrorHandler, true
 }
 
 // replayEventLimit bounds the watch events queued during a warm start's
@@ -184,16 +201,12 @@ type encodingKeeper interface {
 	TakeEncoded(obj runtime.Object) ([]byte, bool)
 }
 
-// newPipelineLocked reads the store's state and builds the queue and the
-// reflector, or returns nil if the informer has already run or the state
-// cannot be read. clusterRelist, when set, is why the first list must be a
-// relist (checkCluster emptied a store of another cluster). The caller
-// holds startedMu.
-func (inf *Informer) newPipelineLocked(logger klog.Logger, clusterRelist reflector.RelistReason) *pipeline {
-	if inf.started || inf.stopped {
-		logger.Info("Warning: the informer has started, run more than once is not allowed")
-		return nil
-	}
+// newPipeline reads the store's state and builds the queue and the
+// reflector, or returns nil if the state cannot be read or a damaged
+// record forbids the start. clusterRelist, when set, is why the first list
+// must be a relist (checkCluster emptied a store of another cluster). The
+// caller holds blockDeltas, not startedMu: this reads the disk.
+func (inf *Informer) newPipeline(logger klog.Logger, clusterRelist reflector.RelistReason, transform cache.TransformFunc, weh reflector.WatchErrorHandler) *pipeline {
 	rv, rvErr := inf.store.ResourceVersion()
 	relisting, reason, relErr := inf.store.RelistInProgress()
 	if err := errors.Join(rvErr, relErr); err != nil {
@@ -215,7 +228,7 @@ func (inf *Informer) newPipelineLocked(logger klog.Logger, clusterRelist reflect
 	}
 	// A ListWatch that keeps the bytes each object arrived in spares the
 	// store encoding it again, unless a transform changes the objects.
-	if k, ok := inf.lw.(encodingKeeper); ok && inf.transform == nil {
+	if k, ok := inf.lw.(encodingKeeper); ok && transform == nil {
 		k.KeepEncoded()
 		inf.store.UseReceivedEncoding(k.TakeEncoded)
 	}
@@ -226,7 +239,7 @@ func (inf *Informer) newPipelineLocked(logger klog.Logger, clusterRelist reflect
 		Logger:                &logger,
 		Name:                  inf.name,
 		KeyFunction:           cache.DeletionHandlingMetaNamespaceKeyFunc,
-		Transformer:           inf.transform,
+		Transformer:           transform,
 		AtomicEvents:          true,
 		UnlockWhileProcessing: true,
 		EmitDeltaTypeBookmark: true,
@@ -246,8 +259,8 @@ func (inf *Informer) newPipelineLocked(logger klog.Logger, clusterRelist reflect
 		WatchList:             inf.opts.WatchList,
 		Clock:                 inf.clock,
 		Logger:                &logger,
-		Metrics:               reflectorMetrics{inf},
-		WatchErrorHandler:     inf.watchErrorHandler,
+		Metrics:               reflectorMetrics{inf: inf, logger: logger},
+		WatchErrorHandler:     weh,
 		OnWatchEstablished:    func(from string) { warm.watchEstablished(from == rv) },
 		WatchEstablishedAfter: inf.opts.WatchEstablishedAfter,
 	})
@@ -260,9 +273,9 @@ func (inf *Informer) newPipelineLocked(logger klog.Logger, clusterRelist reflect
 // checkStoredRecords verifies every stored record's checksum before the
 // informer resumes from the stored RV, so that a damaged record is never
 // served as data (docs/design.md, invariant 7). It reports whether the
-// informer may start; on damage it follows OnCorruption: fail (the informer
-// does not start and says why), or rebuild (the store is emptied and
-// relists). The caller holds startedMu.
+// informer may start; on damage it follows OnCorruption: fail (the
+// informer does not start and says why), or rebuild (the store is emptied
+// and relists). The caller holds blockDeltas.
 func (inf *Informer) checkStoredRecords(logger klog.Logger) (ok, rebuilt bool) {
 	err := inf.store.CheckRecords()
 	if err == nil {
@@ -270,13 +283,11 @@ func (inf *Informer) checkStoredRecords(logger klog.Logger) (ok, rebuilt bool) {
 	}
 	if inf.onCorruption != RebuildOnCorruption {
 		logger.Error(err, "Stored record is damaged; not starting (Options.OnCorruption is FailOnCorruption: inspect the file with cachectl check, or set RebuildOnCorruption)")
-		inf.stopped = true
 		return false, false
 	}
 	logger.Error(err, "Stored record is damaged; emptying the store, it relists")
 	if rerr := inf.store.Reset(); rerr != nil {
 		logger.Error(rerr, "Cannot empty the damaged store; not starting")
-		inf.stopped = true
 		return false, false
 	}
 	return true, true
@@ -331,7 +342,7 @@ func (inf *Informer) replayStored(ctx context.Context, logger klog.Logger, p *pi
 	case err == nil:
 		inf.metrics.observeReplay(replayWarmStart, inf.clock.Since(start))
 	}
-	logger.V(2).Info("Replayed stored objects", "objects", n, "damaged", len(damaged))
+	logger.V(2).Info("Replayed stored objects", "objects", n, "damaged", len(damaged), "duration", inf.clock.Since(start))
 	if len(damaged) == 0 {
 		return true
 	}
@@ -364,7 +375,8 @@ func (inf *Informer) markStopped() {
 }
 
 // warmStart gates HasSynced on a warm start: both the replay from disk and
-// the watch from the stored RV must be done, in either order.
+// the watch from the stored RV must be done, in either order. synced may
+// be called twice (both done at once); markSynced is idempotent.
 type warmStart struct {
 	warm   bool
 	synced func()
@@ -384,9 +396,12 @@ func (w *warmStart) relisting() {
 
 func (w *warmStart) replayed() {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.replayDone = true
-	w.markIfReadyLocked()
+	ready := w.readyLocked()
+	w.mu.Unlock()
+	if ready {
+		w.synced()
+	}
 }
 
 func (w *warmStart) watchEstablished(fromStoredRV bool) {
@@ -394,17 +409,19 @@ func (w *warmStart) watchEstablished(fromStoredRV bool) {
 		return
 	}
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.watchIsEstablished = true
-	w.markIfReadyLocked()
-}
-
-// markIfReadyLocked marks the informer synced once both are done. The
-// caller holds w.mu.
-func (w *warmStart) markIfReadyLocked() {
-	if w.warm && w.replayDone && w.watchIsEstablished {
+	ready := w.readyLocked()
+	w.mu.Unlock()
+	if ready {
 		w.synced()
 	}
+}
+
+// readyLocked reports whether both are done on a warm start; synced is
+// then called without w.mu, since it writes to the disk. The caller holds
+// w.mu.
+func (w *warmStart) readyLocked() bool {
+	return w.warm && w.replayDone && w.watchIsEstablished
 }
 
 // resyncLoop asks the queue for a resync whenever a handler is due.

@@ -4,7 +4,8 @@
 // store is current to, written in the same transaction as the data it
 // covers. Only the informer's pipeline moves that watermark: Apply for watch
 // events (stale events are no-ops) and a paged relist (BeginRelist,
-// ApplyListPage, FinishRelist) that never holds the whole list. The
+// ApplyListPage or StageListPage, FinishRelist, or its steps SweepRelist
+// and ApplyStaged) that never holds the whole list. The
 // client-go write methods change objects, never the stored RV.
 //
 // It owns the object codec and the optional hot-object cache, and never

@@ -49,6 +49,10 @@ type Change struct {
 	// Absent is set on an Unchanged delete that found no object under its
 	// key (client-go's informer still notifies such a delete).
 	Absent bool
+	// Staged is set on an Added or Updated change that StageListPage
+	// staged rather than stored: ApplyStaged stores it, and returns it
+	// again then, with its objects.
+	Staged bool
 }
 
 // writeMode selects when an upsert or delete is skipped.

@@ -150,7 +150,9 @@ func TestFailpointInformer(t *testing.T) {
 		{name: "between cold-start list pages", fp: "reflector.betweenListPages@3", midRelist: true},
 		{name: "between relist pages", fp: "reflector.betweenListPages@2", prepare: true, midRelist: true},
 		{name: "relist commit", fp: "cachefile.beforeCommit@3", prepare: true, midRelist: true},
-		{name: "after the relist, before its deletes reach handlers", fp: "boltinformer.afterFinishRelist@1", prepare: true},
+		{name: "after the relist's sweep, before its staged objects are stored", fp: "boltinformer.afterSweepRelist@1", prepare: true, midRelist: true},
+		{name: "between the relist's pages of staged objects", fp: "boltinformer.afterApplyStaged@1", prepare: true, midRelist: true},
+		{name: "after the relist, before the informer syncs", fp: "boltinformer.afterFinishRelist@1", prepare: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cache.db")
