@@ -1,0 +1,51 @@
+package crcache_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/ctrlcache"
+	"github.com/boltinformer/boltinformer/internal/testcluster"
+)
+
+// TestMain points envtest at the etcd and kube-apiserver of this
+// repository's bin/, whatever KUBEBUILDER_ASSETS the environment had.
+func TestMain(m *testing.M) {
+	dir, err := testcluster.BinDir()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := os.Setenv("KUBEBUILDER_ASSETS", dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+// newCache stands in for controller-runtime's cache.New in every spec: the
+// cache ctrlcache makes from cfg and opts, on a new file.
+func newCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+	bc, err := boltinformer.Open(filepath.Join(GinkgoT().TempDir(), "cache.db"), boltinformer.Options{NoSync: true, Logger: GinkgoLogr})
+	if err != nil {
+		return nil, err
+	}
+	// The specs cancel a cache's context without waiting for its informers
+	// to return; the file closes once they have.
+	DeferCleanup(func(ctx SpecContext) {
+		Eventually(ctx, bc.Close).Should(Succeed())
+	})
+	opts, err = ctrlcache.Options(bc, cfg, opts, boltinformer.ControllerRuntimeOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return cache.New(cfg, opts)
+}
