@@ -104,7 +104,7 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 	if c.closed {
 		return nil, ErrClosed
 	}
-	if _, dup := c.informers[opts.StoreName]; dup {
+	if held, dup := c.informers[opts.StoreName]; dup && !held.done() {
 		return nil, fmt.Errorf("%w: %s", ErrDuplicateStore, opts.StoreName)
 	}
 	store, err := boltstore.New(c.db, opts.StoreName, boltstore.StoreOptions{
@@ -119,6 +119,7 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 		Identity: &cachefile.Identity{
 			Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Resource: opts.Resource,
 			Namespace: opts.Namespace, LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector,
+			Scope: opts.Scope,
 		},
 	})
 	if err != nil {
