@@ -43,9 +43,5 @@ func newCache(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 	DeferCleanup(func(ctx SpecContext) {
 		Eventually(ctx, bc.Close).Should(Succeed())
 	})
-	opts, err = ctrlcache.Options(bc, cfg, opts, boltinformer.ControllerRuntimeOptions{})
-	if err != nil {
-		return nil, err
-	}
-	return cache.New(cfg, opts)
+	return ctrlcache.NewCache(bc, ctrlcache.Options{})(cfg, opts)
 }
