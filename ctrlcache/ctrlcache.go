@@ -172,6 +172,7 @@ func (m *maker) make(lw cache.ListerWatcher, obj runtime.Object, resync time.Dur
 		io.HotCacheBytes = 0
 	}
 
+	lw = newDrainingLW(lw)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	inf, err := m.cache.NewInformer(lw, example, io)
