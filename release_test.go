@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/testr"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -16,7 +17,7 @@ import (
 
 func openCache(t *testing.T) *boltinformer.Cache {
 	t.Helper()
-	c, err := boltinformer.Open(filepath.Join(t.TempDir(), "c.db"), boltinformer.Options{NoSync: true})
+	c, err := boltinformer.Open(filepath.Join(t.TempDir(), "c.db"), boltinformer.Options{NoSync: true, Logger: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/go-logr/logr/testr"
 	"go.uber.org/goleak"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -67,7 +68,7 @@ var unreachable = &rest.Config{Host: "http://ctrlcache.test.invalid"}
 // NewCache on it with opts (Mapper defaults to mapper()).
 func newCache(t *testing.T, opts crcache.Options) (*boltinformer.Cache, crcache.Cache) {
 	t.Helper()
-	bc, err := boltinformer.Open(filepath.Join(t.TempDir(), "cache.db"), boltinformer.Options{NoSync: true})
+	bc, err := boltinformer.Open(filepath.Join(t.TempDir(), "cache.db"), boltinformer.Options{NoSync: true, Logger: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func TestRemovedInformerReleasesStore(t *testing.T) {
 // TestNewInformerSet: NewCache sets NewInformer itself and refuses options
 // that set it.
 func TestNewInformerSet(t *testing.T) {
-	bc, err := boltinformer.Open(filepath.Join(t.TempDir(), "cache.db"), boltinformer.Options{NoSync: true})
+	bc, err := boltinformer.Open(filepath.Join(t.TempDir(), "cache.db"), boltinformer.Options{NoSync: true, Logger: testr.New(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
