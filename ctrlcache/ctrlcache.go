@@ -173,10 +173,8 @@ func (m *maker) make(lw cache.ListerWatcher, obj runtime.Object, resync time.Dur
 	}
 
 	lw = newDrainingLW(lw)
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	inf, err := m.cache.NewInformer(lw, example, io)
-	if held := m.made[io.StoreName]; errors.Is(err, boltinformer.ErrDuplicateStore) && held != nil {
+	if held := m.held(io.StoreName); errors.Is(err, boltinformer.ErrDuplicateStore) && held != nil {
 		// controller-runtime asks this cache for an informer it made
 		// already only after RemoveInformer, which stops the old one.
 		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
@@ -189,11 +187,20 @@ func (m *maker) make(lw cache.ListerWatcher, obj runtime.Object, resync time.Dur
 	if err != nil {
 		return nil, err
 	}
+	m.mu.Lock()
 	m.made[io.StoreName] = inf
+	m.mu.Unlock()
 	if tr.shared {
 		return newSharedInformer(inf)
 	}
 	return inf, nil
+}
+
+// held returns the informer this cache last made on store, if any.
+func (m *maker) held(store string) *boltinformer.Informer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.made[store]
 }
 
 // shape is how controller-runtime holds the objects of a type: typed
