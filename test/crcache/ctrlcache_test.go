@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"go.uber.org/goleak"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
@@ -17,7 +18,8 @@ import (
 )
 
 // TestMain points envtest at the etcd and kube-apiserver of this
-// repository's bin/, whatever KUBEBUILDER_ASSETS the environment had.
+// repository's bin/, whatever KUBEBUILDER_ASSETS the environment had, and
+// checks that no goroutine outlives the suite.
 func TestMain(m *testing.M) {
 	dir, err := testcluster.BinDir()
 	if err != nil {
@@ -28,7 +30,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if code == 0 {
+		// Ginkgo's interrupt handler runs for the life of the process.
+		if err := goleak.Find(goleak.IgnoreTopFunction("github.com/onsi/ginkgo/v2/internal/interrupt_handler.(*InterruptHandler).registerForInterrupts.func2")); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // newCache stands in for controller-runtime's cache.New in every spec: the
