@@ -71,10 +71,7 @@ func withTransport(hc *http.Client) *http.Client {
 // sent to the apiserver. gvr is the resource lw lists; namespaced says
 // whether it is a namespaced resource.
 func scopeOf(lw cache.ListerWatcher, gvr schema.GroupVersionResource, namespaced bool) (scope, error) {
-	lister, ok := lw.(cache.ListerWithContext)
-	if !ok {
-		lister = cache.ToListerWithContext(lw)
-	}
+	lister := cache.ToListerWithContext(lw)
 	d := &dryRun{}
 	ctx := context.WithValue(context.Background(), dryRunKey{}, d)
 	_, _ = lister.ListWithContext(ctx, metav1.ListOptions{})
