@@ -124,7 +124,7 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 	if c.closed {
 		return nil, ErrClosed
 	}
-	if _, dup := c.informers[opts.StoreName]; dup {
+	if held, dup := c.informers[opts.StoreName]; dup && !held.done() {
 		return nil, fmt.Errorf("%w: %s", ErrDuplicateStore, opts.StoreName)
 	}
 	store, err := boltstore.New(c.db, opts.StoreName, boltstore.StoreOptions{

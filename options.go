@@ -23,6 +23,9 @@ type InformerOptions struct {
 	// StoreName names the informer's store in the file. It defaults to the
 	// object's kind, version and group ("Pod.v1", "Deployment.v1.apps") and
 	// must be set when two informers of one type use different selectors.
+	// Two informers of one Cache cannot hold one store at once; the name
+	// is free again once the informer holding it has stopped (its Run has
+	// returned) or has been released (Cache.ReleaseInformer).
 	StoreName string
 	// Namespace, LabelSelector and FieldSelector describe what the
 	// ListerWatcher returns. They are the store's identity: opening a store
@@ -42,6 +45,11 @@ type InformerOptions struct {
 	// example's group is the resource's, and Group must be empty or equal
 	// to it.
 	Group string
+	// Scope names anything else that decides which objects the store holds
+	// or how they look, such as the shape of the objects (typed,
+	// unstructured, metadata-only: each has its own encoding). It is part
+	// of the store's identity, as Namespace and the selectors are.
+	Scope string
 
 	// ResyncPeriod is the default handler resync period (0: never).
 	ResyncPeriod time.Duration

@@ -64,6 +64,7 @@ func storeIdentity(gvk schema.GroupVersionKind, opts InformerOptions) (*cachefil
 	return &cachefile.Identity{
 		Group: group, Version: gvk.Version, Kind: gvk.Kind, Resource: opts.Resource,
 		Namespace: opts.Namespace, LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector,
+		Scope: opts.Scope,
 	}, nil
 }
 

@@ -184,15 +184,15 @@ func TestEncryptionFollowsTheResource(t *testing.T) {
 		newInformer func(c *boltinformer.Cache, lw cache.ListerWatcher) (cache.SharedIndexInformer, error)
 		sealed      bool
 	}{
-		{"controller-runtime unstructured", unstructuredSecret, func(c *boltinformer.Cache, lw cache.ListerWatcher) (cache.SharedIndexInformer, error) {
+		{"unstructured with its kind (controller-runtime's)", unstructuredSecret, func(c *boltinformer.Cache, lw cache.ListerWatcher) (cache.SharedIndexInformer, error) {
 			example := &unstructured.Unstructured{}
 			example.SetGroupVersionKind(secretGVK)
-			return c.NewInformerFunc(boltinformer.ControllerRuntimeOptions{})(lw, example, 0, nil), nil
+			return c.NewInformer(lw, example, boltinformer.InformerOptions{StoreName: "secrets.v1", Scope: "shape=unstructured"})
 		}, true},
-		{"controller-runtime metadata-only", metadataSecret, func(c *boltinformer.Cache, lw cache.ListerWatcher) (cache.SharedIndexInformer, error) {
+		{"metadata-only with its kind (controller-runtime's)", metadataSecret, func(c *boltinformer.Cache, lw cache.ListerWatcher) (cache.SharedIndexInformer, error) {
 			example := &metav1.PartialObjectMetadata{}
 			example.SetGroupVersionKind(secretGVK)
-			return c.NewInformerFunc(boltinformer.ControllerRuntimeOptions{})(lw, example, 0, nil), nil
+			return c.NewInformer(lw, example, boltinformer.InformerOptions{StoreName: "metadata:secrets.v1", Scope: "shape=metadata"})
 		}, true},
 		{"metadata-only without a kind", metadataSecret, func(c *boltinformer.Cache, lw cache.ListerWatcher) (cache.SharedIndexInformer, error) {
 			return c.NewInformer(lw, &metav1.PartialObjectMetadata{}, boltinformer.InformerOptions{StoreName: "metadata:secrets.v1", Resource: "secrets"})

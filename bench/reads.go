@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/ctrlcache"
 )
 
 // Readers compared by the read benchmarks. The controller-runtime rows go
@@ -153,7 +154,7 @@ func NewReadEnv(ctx context.Context, target Target, n, namespaces int, dir, set 
 	mapper.Add(v1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
 	cfg := target.RESTConfig(nil)
 	if inMemory {
-		if e.cr, err = e.startCR(ctx, cfg, crcache.Options{Scheme: scheme.Scheme, Mapper: mapper}); err != nil {
+		if e.cr, err = e.startCR(ctx, crcache.New, cfg, crcache.Options{Scheme: scheme.Scheme, Mapper: mapper}); err != nil {
 			return nil, err
 		}
 	}
@@ -166,9 +167,11 @@ func NewReadEnv(ctx context.Context, target Target, n, namespaces int, dir, set 
 	}
 	e.closers = append(e.closers, bc.Close)
 	noCopy := true
-	crB, err := e.startCR(ctx, cfg, crcache.Options{
+	// No hot cache: the reader decodes from the file, as the informer's
+	// reads above do.
+	newCache := ctrlcache.NewCache(bc, ctrlcache.Options{Informer: boltinformer.InformerOptions{HotCacheBytes: -1}})
+	crB, err := e.startCR(ctx, newCache, cfg, crcache.Options{
 		Scheme: scheme.Scheme, Mapper: mapper,
-		NewInformer:                  bc.NewInformerFunc(boltinformer.ControllerRuntimeOptions{}),
 		DefaultUnsafeDisableDeepCopy: &noCopy,
 	})
 	if err != nil {
@@ -192,8 +195,8 @@ func (e *ReadEnv) checkCR(ctx context.Context) error {
 	return nil
 }
 
-func (e *ReadEnv) startCR(ctx context.Context, cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
-	c, err := crcache.New(cfg, opts)
+func (e *ReadEnv) startCR(ctx context.Context, newCache crcache.NewCacheFunc, cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
+	c, err := newCache(cfg, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -2,16 +2,18 @@ package ctrlcache
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net/http"
-	"strings"
+	"reflect"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	kscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -21,175 +23,272 @@ import (
 	"github.com/boltinformer/boltinformer"
 )
 
-// Options returns opts with NewInformer set so that every informer of a
-// manager's cache built from it is a boltinformer informer on c, each
-// store's identity taken from opts itself (see Scope). cfg is the manager's
-// rest.Config; opts.Mapper, when nil, is set to a dynamic RESTMapper on cfg
-// (the manager keeps a mapper already set). Pass the result as the
-// manager's Options.Cache:
+// DefaultHotCacheBytes is the hot-object cache each store gets when
+// Options.Informer.HotCacheBytes is zero. controller-runtime's reader
+// copies every object it returns: one decoded from the hot cache costs the
+// copy only, and a Get with client.UnsafeDisableDeepCopy returns the
+// store's own object, as controller-runtime's does, while it stays there.
+const DefaultHotCacheBytes = 4 << 20
+
+// releaseTimeout bounds the wait for an informer controller-runtime removed
+// to stop before another is made on its store.
+const releaseTimeout = time.Minute
+
+// Options configure the informers of the caches NewCache makes.
+type Options struct {
+	// Informer is applied to every informer (PageSize, DisableReplay, …).
+	// StoreName, Namespace, LabelSelector, FieldSelector, Resource, Scope,
+	// ResyncPeriod and Indexers are set for each informer from
+	// controller-runtime's options and ignored here. HotCacheBytes zero
+	// means DefaultHotCacheBytes and negative none.
+	Informer boltinformer.InformerOptions
+}
+
+// NewCache returns a function with the signature of controller-runtime's
+// cache.New that builds a controller-runtime cache whose every informer is
+// a boltinformer informer on c. Give it to the manager as its NewCache,
+// with the cache options it would use anyway:
 //
-//	opts, err := ctrlcache.Options(bc, cfg, cache.Options{DefaultNamespaces: …}, boltinformer.ControllerRuntimeOptions{})
-//	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: opts})
+//	bc, err := boltinformer.Open("/var/lib/agent/cache.db", boltinformer.Options{})
+//	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+//		Cache:    cache.Options{DefaultNamespaces: …},
+//		NewCache: ctrlcache.NewCache(bc, ctrlcache.Options{}),
+//	})
 //
-// cro.Scope is ignored: the scope is opts'. A type the manager caches in
-// several namespaces gets an informer that reports ErrMultipleNamespaces
-// and never syncs.
-func Options(c *boltinformer.Cache, cfg *rest.Config, opts crcache.Options, cro boltinformer.ControllerRuntimeOptions) (crcache.Options, error) {
-	if opts.Mapper == nil {
-		hc := opts.HTTPClient
-		if hc == nil {
-			var err error
-			if hc, err = rest.HTTPClientFor(cfg); err != nil {
-				return opts, fmt.Errorf("ctrlcache: HTTP client for the mapper: %w", err)
-			}
+// controller-runtime makes one informer per type, per shape (typed,
+// unstructured, metadata-only) and per namespace when the cache covers
+// several; each gets its own store, named after what it holds (see the
+// package doc). The options must not set NewInformer: ctrlcache sets it.
+func NewCache(c *boltinformer.Cache, o Options) crcache.NewCacheFunc {
+	return func(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
+		if opts.NewInformer != nil {
+			return nil, ErrNewInformerSet
 		}
-		m, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+		opts, err := defaulted(cfg, opts)
+		if err != nil {
+			return nil, err
+		}
+		m := &maker{
+			cache:  c,
+			opts:   o,
+			scheme: opts.Scheme,
+			mapper: opts.Mapper,
+			probe:  newProber(opts),
+			made:   map[string]*boltinformer.Informer{},
+		}
+		opts.HTTPClient = withTransport(opts.HTTPClient)
+		opts.NewInformer = m.newInformer
+		return crcache.New(cfg, opts)
+	}
+}
+
+// defaulted sets the HTTP client, scheme and mapper of opts the way
+// controller-runtime's cache.New defaults them, so that ctrlcache reads
+// types and resources as that cache does.
+func defaulted(cfg *rest.Config, opts crcache.Options) (crcache.Options, error) {
+	if opts.HTTPClient == nil {
+		cfg = rest.CopyConfig(cfg)
+		if cfg.UserAgent == "" {
+			cfg.UserAgent = rest.DefaultKubernetesUserAgent()
+		}
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			return opts, fmt.Errorf("ctrlcache: HTTP client: %w", err)
+		}
+		opts.HTTPClient = hc
+	}
+	if opts.Scheme == nil {
+		opts.Scheme = kscheme.Scheme
+	}
+	if opts.Mapper == nil {
+		m, err := apiutil.NewDynamicRESTMapper(cfg, opts.HTTPClient)
 		if err != nil {
 			return opts, fmt.Errorf("ctrlcache: RESTMapper: %w", err)
 		}
 		opts.Mapper = m
 	}
-	if cro.Scheme == nil {
-		cro.Scheme = opts.Scheme
-	}
-	probe := newProber(opts)
-	opts.NewInformer = func(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
-		s, err := probe.scope(obj)
-		if err != nil {
-			return c.FailedInformer(fmt.Errorf("boltinformer: informer for %T: %w", obj, err))
-		}
-		o := cro
-		o.Scope = func(schema.GroupVersionKind) boltinformer.Scope { return s }
-		return c.NewInformerFunc(o)(lw, obj, resync, indexers)
-	}
 	return opts, nil
 }
 
-// Scope returns, for an example object of a type (typed, unstructured or
-// PartialObjectMetadata, with its GroupVersionKind set or known to
-// opts.Scheme), the namespace and selectors that a controller-runtime cache
-// built from opts lists and watches it with, and Transform "on" when the
-// cache transforms its objects (a function has no name: a store made
-// without a transform is never reused with one, and the other way round).
-// opts.Mapper must be set.
-func Scope(opts crcache.Options, obj runtime.Object) (boltinformer.Scope, error) {
-	return newProber(opts).scope(obj)
-}
+// maker makes the informers of one controller-runtime cache.
+type maker struct {
+	cache  *boltinformer.Cache
+	opts   Options
+	scheme *runtime.Scheme
+	mapper meta.RESTMapper
+	probe  *prober
 
-// prober answers scope questions by building throwaway caches from opts.
-type prober struct {
-	opts crcache.Options
-}
-
-func newProber(opts crcache.Options) *prober {
-	opts.NewInformer = nil
-	return &prober{opts: opts}
-}
-
-// scope builds a cache from the options on a recording HTTP client, gets
-// the informer of obj's type (controller-runtime calls NewInformer with
-// its ListerWatcher for each namespace it caches), and runs each
-// ListerWatcher's LIST, which the recorder catches before it is sent.
-func (p *prober) scope(obj runtime.Object) (boltinformer.Scope, error) {
-	cobj, ok := obj.DeepCopyObject().(client.Object)
-	if !ok {
-		return boltinformer.Scope{}, fmt.Errorf("%w: %T is not a client.Object", ErrProbe, obj)
-	}
-	rec := &recorder{}
-	opts := p.opts
-	opts.HTTPClient = &http.Client{Transport: rec}
-	var mu sync.Mutex // guards lws
-	var lws []cache.ListerWatcher
-	var transformed atomic.Bool
-	opts.NewInformer = func(lw cache.ListerWatcher, o runtime.Object, resync time.Duration, idx cache.Indexers) cache.SharedIndexInformer {
-		mu.Lock()
-		lws = append(lws, lw)
-		mu.Unlock()
-		return &probeInformer{SharedIndexInformer: cache.NewSharedIndexInformer(lw, o, resync, idx), transformed: &transformed}
-	}
-	// The host is never contacted: the recorder answers every request.
-	c, err := crcache.New(&rest.Config{Host: "http://ctrlcache.probe.invalid"}, opts)
-	if err != nil {
-		return boltinformer.Scope{}, fmt.Errorf("%w: build a cache from the options: %w", ErrProbe, err)
-	}
-	if _, err := c.GetInformer(context.Background(), cobj, crcache.BlockUntilSynced(false)); err != nil {
-		return boltinformer.Scope{}, fmt.Errorf("%w: informer of %T: %w", ErrProbe, obj, err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(lws) != 1 {
-		return boltinformer.Scope{}, fmt.Errorf("%w: %d informers for %T", ErrMultipleNamespaces, len(lws), obj)
-	}
-	lister, ok := lws[0].(cache.ListerWithContext)
-	if !ok {
-		return boltinformer.Scope{}, fmt.Errorf("%w: the ListerWatcher of %T cannot list with a context", ErrProbe, obj)
-	}
-	_, _ = lister.ListWithContext(context.Background(), metav1.ListOptions{})
-	s, err := rec.scope()
-	if transformed.Load() {
-		s.Transform = "on"
-	}
-	return s, err
-}
-
-// probeInformer is an informer of a probe cache: never run, and reporting
-// itself synced so that nothing controller-runtime starts to wait for it
-// (a multi-namespace cache does) outlives the probe. It records whether
-// the cache gives it a transform.
-type probeInformer struct {
-	cache.SharedIndexInformer
-	transformed *atomic.Bool
-}
-
-func (p *probeInformer) SetTransform(fn cache.TransformFunc) error {
-	if fn != nil {
-		p.transformed.Store(true)
-	}
-	return p.SharedIndexInformer.SetTransform(fn)
-}
-
-func (*probeInformer) HasSynced() bool                     { return true }
-func (*probeInformer) HasSyncedChecker() cache.DoneChecker { return syncedChecker{} }
-
-type syncedChecker struct{}
-
-var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
-
-func (syncedChecker) Name() string          { return "ctrlcache-probe" }
-func (syncedChecker) Done() <-chan struct{} { return closed }
-
-// recorder is an http.RoundTripper that records the requests it is given
-// and answers each with errRecorded.
-type recorder struct {
+	// mu guards made: the informer this cache last made on each store.
 	mu   sync.Mutex
-	reqs []*http.Request
+	made map[string]*boltinformer.Informer
 }
 
-func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
-	r.mu.Lock()
-	r.reqs = append(r.reqs, req)
-	r.mu.Unlock()
-	return nil, errRecorded
-}
-
-// scope reads the namespace and selectors of the one recorded LIST.
-func (r *recorder) scope() (boltinformer.Scope, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.reqs) != 1 {
-		return boltinformer.Scope{}, fmt.Errorf("%w: %d requests recorded, want one LIST", ErrProbe, len(r.reqs))
+// newInformer is the cache's Options.NewInformer. It cannot return an
+// error: an informer that cannot be made is a stand-in that fails every
+// call controller-runtime makes on it, so that GetInformer fails and says
+// why.
+func (m *maker) newInformer(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
+	inf, err := m.make(lw, obj, resync, indexers)
+	if err != nil {
+		return m.cache.FailedInformer(fmt.Errorf("ctrlcache: informer for %T: %w", obj, err))
 	}
-	u := r.reqs[0].URL
-	q := u.Query()
-	s := boltinformer.Scope{LabelSelector: q.Get("labelSelector"), FieldSelector: q.Get("fieldSelector")}
-	// /api/v1/namespaces/NS/pods or /apis/G/V/namespaces/NS/R; a
-	// cluster-wide LIST of namespaces is /api/v1/namespaces.
-	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
-	for i := 0; i+2 < len(parts); i++ {
-		if parts[i] == "namespaces" {
-			s.Namespace = parts[i+1]
-			break
+	return inf
+}
+
+func (m *maker) make(lw cache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers cache.Indexers) (cache.SharedIndexInformer, error) {
+	// obj may be the caller's own object: it is read, never copied.
+	gvk, err := apiutil.GVKForObject(obj, m.scheme)
+	if err != nil {
+		return nil, err
+	}
+	t := typeKey{shape: shapeOf(obj), gvk: gvk}
+	mapping, err := m.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, err
+	}
+	example, err := newExample(m.scheme, t)
+	if err != nil {
+		return nil, err
+	}
+	s, err := scopeOf(lw, mapping.Resource, mapping.Scope.Name() == meta.RESTScopeNameNamespace)
+	if err != nil {
+		return nil, err
+	}
+	tr, err := m.probe.traits(t, mapping, s)
+	if err != nil {
+		return nil, err
+	}
+	io := m.opts.Informer
+	io.StoreName = storeName(t, mapping.Resource, s, tr)
+	io.Namespace, io.LabelSelector, io.FieldSelector = s.namespace, s.list.LabelSelector, s.list.FieldSelector
+	io.Resource = mapping.Resource.Resource
+	io.Scope = "shape=" + t.shape.String()
+	io.ResyncPeriod = resync
+	io.Indexers = indexers
+	switch {
+	case io.HotCacheBytes == 0:
+		io.HotCacheBytes = DefaultHotCacheBytes
+	case io.HotCacheBytes < 0:
+		io.HotCacheBytes = 0
+	}
+
+	lw = newDrainingLW(lw)
+	inf, err := m.cache.NewInformer(lw, example, io)
+	if held := m.held(io.StoreName); errors.Is(err, boltinformer.ErrDuplicateStore) && held != nil {
+		// controller-runtime asks this cache for an informer it made
+		// already only after RemoveInformer, which stops the old one.
+		ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+		defer cancel()
+		if err := m.cache.ReleaseInformer(ctx, held); err != nil {
+			return nil, err
+		}
+		inf, err = m.cache.NewInformer(lw, example, io)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	m.made[io.StoreName] = inf
+	m.mu.Unlock()
+	if tr.shared {
+		return newSharedInformer(inf)
+	}
+	return inf, nil
+}
+
+// held returns the informer this cache last made on store, if any.
+func (m *maker) held(store string) *boltinformer.Informer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.made[store]
+}
+
+// shape is how controller-runtime holds the objects of a type: typed
+// structs, unstructured maps, or metadata only. Each shape of a type has
+// its own informer, and here its own store.
+type shape uint8
+
+const (
+	typed shape = iota
+	unstructuredShape
+	metadataShape
+)
+
+// shapeOf tells the shape of obj as controller-runtime's cache does.
+func shapeOf(obj runtime.Object) shape {
+	switch obj.(type) {
+	case runtime.Unstructured:
+		return unstructuredShape
+	case *metav1.PartialObjectMetadata, *metav1.PartialObjectMetadataList:
+		return metadataShape
+	default:
+		return typed
+	}
+}
+
+func (s shape) String() string {
+	switch s {
+	case unstructuredShape:
+		return "unstructured"
+	case metadataShape:
+		return "metadata"
+	default:
+		return "typed"
+	}
+}
+
+// newExample returns a new, empty object of t's type and shape, with its
+// GroupVersionKind set.
+func newExample(sch *runtime.Scheme, t typeKey) (client.Object, error) {
+	var obj runtime.Object
+	switch t.shape {
+	case unstructuredShape:
+		obj = &unstructured.Unstructured{}
+	case metadataShape:
+		obj = &metav1.PartialObjectMetadata{}
+	default:
+		var err error
+		if obj, err = sch.New(t.gvk); err != nil {
+			return nil, err
 		}
 	}
-	return s, nil
+	cobj, ok := obj.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s is not a client.Object", ErrProbe, reflect.TypeOf(obj))
+	}
+	cobj.GetObjectKind().SetGroupVersionKind(t.gvk)
+	return cobj, nil
+}
+
+// storeName names the store of one informer: by shape as the informer
+// factories name theirs ("Pod.v1" typed, "pods.v1" unstructured,
+// "metadata:pods.v1" metadata-only), then by scope and transform
+// (boltinformer.ScopedStoreName):
+//
+//	Pod.v1{namespace="team-a",labels="app=web"}
+//	pods.v1{fields="metadata.namespace!=team-a,metadata.namespace!=team-b"}
+func storeName(t typeKey, gvr schema.GroupVersionResource, s scope, tr traits) string {
+	var base string
+	switch t.shape {
+	case unstructuredShape:
+		base = resourceName(gvr)
+	case metadataShape:
+		base = "metadata:" + resourceName(gvr)
+	default:
+		base = boltinformer.DefaultStoreName(t.gvk)
+	}
+	transform := ""
+	if tr.transform {
+		transform = "on"
+	}
+	return boltinformer.ScopedStoreName(base, s.namespace, s.list, transform)
+}
+
+// resourceName names a resource kubectl-style: resource.version.group.
+func resourceName(gvr schema.GroupVersionResource) string {
+	name := gvr.Resource + "." + gvr.Version
+	if gvr.Group != "" {
+		name += "." + gvr.Group
+	}
+	return name
 }

@@ -1,12 +1,7 @@
 package factory
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"reflect"
-	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -120,32 +115,10 @@ func (c *config) informerOptions(base, namespace, resource string, resync time.D
 //
 //	Pod.v1{namespace="default",labels="app=web"}
 func StoreName(base, namespace string, tweaked metav1.ListOptions, transform bool, transformName string) string {
-	var q []string
-	add := func(k, v string) { q = append(q, k+"="+strconv.Quote(v)) }
-	if namespace != "" {
-		add("namespace", namespace)
+	if !transform {
+		transformName = ""
+	} else if transformName == "" {
+		transformName = "on"
 	}
-	if tweaked.LabelSelector != "" {
-		add("labels", tweaked.LabelSelector)
-	}
-	if tweaked.FieldSelector != "" {
-		add("fields", tweaked.FieldSelector)
-	}
-	rest := tweaked
-	rest.LabelSelector, rest.FieldSelector = "", ""
-	if !reflect.DeepEqual(rest, metav1.ListOptions{}) {
-		b, _ := json.Marshal(rest) // ListOptions always marshals
-		sum := sha256.Sum256(b)
-		add("options", hex.EncodeToString(sum[:6]))
-	}
-	if transform {
-		if transformName == "" {
-			transformName = "on"
-		}
-		add("transform", transformName)
-	}
-	if len(q) == 0 {
-		return base
-	}
-	return base + "{" + strings.Join(q, ",") + "}"
+	return boltinformer.ScopedStoreName(base, namespace, tweaked, transformName)
 }

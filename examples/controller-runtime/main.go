@@ -4,17 +4,19 @@
 // them through the manager's cached client (from the cache file), and
 // annotates each with the number of keys in its data.
 //
-// Three lines make the manager's cache boltinformer's (see run):
-// boltinformer.Open, ctrlcache.Options on the cache.Options the manager
-// would use anyway, and the manager's Options.Cache. The store of each
-// type is named and scoped from those same cache.Options, so they cannot
-// drift apart. The cache logs through the manager's logger, exports its
-// metrics on the manager's /metrics, and serves the live file to
-// `cachectl get configmaps -n NS --socket DB.sock`.
+// Two lines make the manager's cache boltinformer's (see run):
+// boltinformer.Open, and ctrlcache.NewCache as the manager's NewCache next
+// to the cache.Options it would use anyway. Each store is named and scoped
+// from those same cache.Options, one per namespace, so they cannot drift
+// apart, and a run with another --namespace keeps the first namespace's
+// store beside its own. The cache logs through the manager's logger,
+// exports its metrics on the manager's /metrics, and serves the live file
+// to `cachectl get configmaps -n NS --socket DB.sock`.
 //
-// It prints one "synced" line (JSON) when the manager's cache is ready and
-// one "stopped" line on SIGTERM; a restart resumes each WATCH from the
-// file instead of listing again.
+// It prints one "synced" line (JSON) once the ConfigMaps informer the
+// controller reads from has synced, and its readiness probe (/readyz)
+// fails until then; one "stopped" line on SIGTERM. A restart resumes each
+// WATCH from the file instead of listing again.
 //
 //	go run ./examples/controller-runtime --kubeconfig ~/.kube/config --db /tmp/ctrl.db --namespace default
 package main
@@ -22,11 +24,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -88,14 +93,9 @@ func run(ctx context.Context, f flags) error {
 		return err
 	}
 	defer bc.Close()
-	cacheOpts, err := ctrlcache.Options(bc, cfg, crcache.Options{
-		DefaultNamespaces: map[string]crcache.Config{f.namespace: {}},
-	}, boltinformer.ControllerRuntimeOptions{})
-	if err != nil {
-		return err
-	}
 	mgr, err := ctrl.NewManager(cfg, manager.Options{
-		Cache:                  cacheOpts,
+		Cache:                  crcache.Options{DefaultNamespaces: map[string]crcache.Config{f.namespace: {}}},
+		NewCache:               ctrlcache.NewCache(bc, ctrlcache.Options{}),
 		Metrics:                metricsserver.Options{BindAddress: f.metricsAddr},
 		HealthProbeBindAddress: f.probeAddr,
 	})
@@ -106,11 +106,29 @@ func run(ctx context.Context, f flags) error {
 	if err := ctrl.NewControllerManagedBy(mgr).For(&v1.ConfigMap{}).Complete(r); err != nil {
 		return err
 	}
+	// Ready once the informer the controller reads from has synced: the
+	// manager's WaitForCacheSync would wait only for the informers made so
+	// far, and the controller makes its own when it starts. GetInformer
+	// makes it (or finds the controller's) and waits for it to sync.
+	var ready atomic.Bool
+	if err := mgr.AddReadyzCheck("cache", func(*http.Request) error {
+		if !ready.Load() {
+			return errors.New("the ConfigMaps informer has not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	start := time.Now()
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		if mgr.GetCache().WaitForCacheSync(ctx) {
-			report("synced", map[string]any{"syncSeconds": time.Since(start).Seconds(), "adminSocket": f.socket})
+		if _, err := mgr.GetCache().GetInformer(ctx, &v1.ConfigMap{}); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped before it synced
+			}
+			return err
 		}
+		ready.Store(true)
+		report("synced", map[string]any{"syncSeconds": time.Since(start).Seconds(), "adminSocket": f.socket})
 		return nil
 	})); err != nil {
 		return err

@@ -20,6 +20,12 @@ const (
 	rootModule = "github.com/boltinformer/boltinformer"
 )
 
+// BinDir returns the directory holding the etcd and kube-apiserver
+// binaries, for tests that start them by other means (controller-runtime's
+// envtest, through KUBEBUILDER_ASSETS): $BOLTINFORMER_BIN if set, else bin/
+// at the root of this repository.
+func BinDir() (string, error) { return findBinDir() }
+
 // findBinDir returns the directory holding the server binaries: $BOLTINFORMER_BIN
 // if set, else bin/ beside the go.mod of the root module, found by walking up
 // from the working directory (go test runs in the package's directory).

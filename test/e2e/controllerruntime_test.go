@@ -4,16 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -24,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/ctrlcache"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
@@ -34,7 +30,7 @@ import (
 const reconciledAnnotation = "e2e.boltinformer.io/reconciled"
 
 // TestControllerRuntimeManager runs a real controller-runtime manager whose
-// informers are boltinformer's (cache.Options.NewInformer), with a
+// informers are boltinformer's (ctrlcache.NewCache), with a
 // reconciler that reads ConfigMaps through the manager's cached client
 // (from the cache file) and annotates them with their data's version. Objects
 // created before and after the manager started, and later updates, are
@@ -51,28 +47,9 @@ func TestControllerRuntimeManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex // guards scoped and made
-	var scoped []schema.GroupVersionKind
-	var made []toolscache.SharedIndexInformer
-	newInformer := bc.NewInformerFunc(boltinformer.ControllerRuntimeOptions{
-		Scope: func(gvk schema.GroupVersionKind) boltinformer.Scope {
-			mu.Lock()
-			scoped = append(scoped, gvk)
-			mu.Unlock()
-			return boltinformer.Scope{Namespace: ns}
-		},
-	})
 	mgr, err := manager.New(c.Config(), manager.Options{
-		Cache: crcache.Options{
-			DefaultNamespaces: map[string]crcache.Config{ns: {}},
-			NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
-				inf := newInformer(lw, obj, resync, idx)
-				mu.Lock()
-				made = append(made, inf)
-				mu.Unlock()
-				return inf
-			},
-		},
+		Cache:                  crcache.Options{DefaultNamespaces: map[string]crcache.Config{ns: {}}},
+		NewCache:               ctrlcache.NewCache(bc, ctrlcache.Options{}),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		LeaderElection:         false,
@@ -148,16 +125,17 @@ func TestControllerRuntimeManager(t *testing.T) {
 	}
 	testutil.EventuallyDiff(t, "the updated ConfigMaps to be reconciled", convergeTimeout, reconciled)
 
-	mu.Lock()
-	infs := append([]toolscache.SharedIndexInformer(nil), made...)
-	scopes := append([]schema.GroupVersionKind(nil), scoped...)
-	mu.Unlock()
-	if len(infs) != 1 || len(scopes) != 1 || scopes[0] != v1.SchemeGroupVersion.WithKind("ConfigMap") {
-		t.Fatalf("the manager made %d informers, Scope was asked for %v; want one, for ConfigMaps", len(infs), scopes)
+	info, err := bc.DB().Info()
+	if err != nil {
+		t.Fatal(err)
 	}
-	ours, ok := infs[0].(*boltinformer.Informer)
+	store := `ConfigMap.v1{namespace="` + ns + `"}`
+	if len(info.Stores) != 1 || info.Stores[0].Name != store {
+		t.Fatalf("the file has stores %+v, want one, %s", info.Stores, store)
+	}
+	ours, ok := bc.Informer(store)
 	if !ok {
-		t.Fatalf("the manager's informer is a %T, not boltinformer's", infs[0])
+		t.Fatalf("no informer holds store %s", store)
 	}
 	want := listObjects(t, cl, "configmaps", ns, metav1.ListOptions{})
 	testutil.EventuallyDiff(t, "the file to hold the reconciled objects", convergeTimeout, func() string {

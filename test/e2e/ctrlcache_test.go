@@ -9,9 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"reflect"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,15 +17,12 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/ctrlcache"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
@@ -36,7 +31,7 @@ import (
 
 // TestCtrlCacheScopeMatchesRequests runs a controller-runtime cache whose
 // options (a default namespace and label selector, a ByObject label
-// selector for a cluster-scoped type) go through ctrlcache.Options, and
+// selector for a cluster-scoped type) go through ctrlcache.NewCache, and
 // checks per type that the identity recorded in the store is exactly the
 // namespace and selectors of the LIST the cache sent, and that the store
 // holds what the apiserver lists with them.
@@ -56,46 +51,22 @@ func TestCtrlCacheScopeMatchesRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := ctrlcache.Options(bc, cfg, crcache.Options{
+	crc, err := ctrlcache.NewCache(bc, ctrlcache.Options{})(cfg, crcache.Options{
 		HTTPClient:           hc,
 		DefaultNamespaces:    map[string]crcache.Config{ns: {}},
 		DefaultLabelSelector: shards,
 		ByObject: map[crclient.Object]crcache.ByObject{
 			&v1.Namespace{}: {Label: labels.SelectorFromSet(labels.Set{"kubernetes.io/metadata.name": ns})},
 		},
-	}, boltinformer.ControllerRuntimeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex // guards made
-	made := map[reflect.Type]*boltinformer.Informer{}
-	newInformer := opts.NewInformer
-	opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
-		inf := newInformer(lw, obj, resync, idx)
-		if b, ok := inf.(*boltinformer.Informer); ok {
-			mu.Lock()
-			made[reflect.TypeOf(obj)] = b
-			mu.Unlock()
-		}
-		return inf
-	}
-	crc, err := crcache.New(cfg, opts)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	infs := map[string]*boltinformer.Informer{}
-	for resource, obj := range map[string]crclient.Object{"configmaps": &v1.ConfigMap{}, "namespaces": &v1.Namespace{}} {
+	for _, obj := range []crclient.Object{&v1.ConfigMap{}, &v1.Namespace{}} {
 		if _, err := crc.GetInformer(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
-		mu.Lock()
-		b, ok := made[reflect.TypeOf(obj)]
-		mu.Unlock()
-		if !ok {
-			t.Fatalf("the cache made no boltinformer informer for %s", resource)
-		}
-		infs[resource] = b
 	}
 	done := make(chan error, 1)
 	go func() { done <- crc.Start(ctx) }()
@@ -116,36 +87,46 @@ func TestCtrlCacheScopeMatchesRequests(t *testing.T) {
 		t.Fatal("the cache did not sync")
 	}
 
+	// scope is what a LIST was sent with, or a store holds.
+	type scope struct{ namespace, labels, fields string }
 	info, err := bc.DB().Info()
 	if err != nil {
 		t.Fatal(err)
 	}
-	identities := map[string]*cachefile.Identity{}
+	infs := map[string]*boltinformer.Informer{}
 	for _, s := range info.Stores {
-		identities[s.Name] = s.Identity
-	}
-	for resource, inf := range infs {
-		id := identities[inf.Name()]
-		if id == nil {
-			t.Fatalf("store %s of %s has no identity", inf.Name(), resource)
+		id := s.Identity
+		if id == nil || id.Resource == "" {
+			t.Fatalf("store %s records no resource: %+v", s.Name, id)
 		}
-		lists := log.listsOf(resource)
+		inf, ok := bc.Informer(s.Name)
+		if !ok {
+			t.Fatalf("no informer holds store %s", s.Name)
+		}
+		if infs[id.Resource] != nil {
+			t.Fatalf("two stores of %s: %s and %s", id.Resource, infs[id.Resource].Name(), s.Name)
+		}
+		infs[id.Resource] = inf
+		lists := log.listsOf(id.Resource)
 		if len(lists) != 1 {
-			t.Fatalf("%d LISTs of %s (%v), want 1", len(lists), resource, lists)
+			t.Fatalf("%d LISTs of %s (%v), want 1", len(lists), id.Resource, lists)
 		}
 		u, err := url.Parse(lists[0])
 		if err != nil {
 			t.Fatal(err)
 		}
-		sent := boltinformer.Scope{LabelSelector: u.Query().Get("labelSelector"), FieldSelector: u.Query().Get("fieldSelector")}
+		sent := scope{labels: u.Query().Get("labelSelector"), fields: u.Query().Get("fieldSelector")}
 		if parts := strings.Split(u.Path, "/"); len(parts) > 4 && parts[3] == "namespaces" {
-			sent.Namespace = parts[4]
+			sent.namespace = parts[4]
 		}
-		stored := boltinformer.Scope{Namespace: id.Namespace, LabelSelector: id.LabelSelector, FieldSelector: id.FieldSelector}
+		stored := scope{namespace: id.Namespace, labels: id.LabelSelector, fields: id.FieldSelector}
 		if stored != sent {
-			t.Errorf("%s: the store's identity is %+v, the cache listed with %+v (%s)", resource, stored, sent, lists[0])
+			t.Errorf("%s: the store's identity is %+v, the cache listed with %+v (%s)", id.Resource, stored, sent, lists[0])
 		}
-		t.Logf("%s: store %s, scope %+v", resource, inf.Name(), stored)
+		t.Logf("%s: store %s, scope %+v", id.Resource, s.Name, stored)
+	}
+	if len(infs) != 2 {
+		t.Fatalf("stores of %d resources, want 2 (configmaps, namespaces)", len(infs))
 	}
 	want := listObjects(t, cl, "configmaps", ns, metav1.ListOptions{LabelSelector: shards.String()})
 	testutil.EventuallyDiff(t, "the ConfigMaps store to match the apiserver", convergeTimeout, func() string {
@@ -236,9 +217,11 @@ func buildExample(t *testing.T, dir, name string) string {
 }
 
 // TestControllerRuntimeExample builds and runs examples/controller-runtime
-// against the apiserver: it annotates every ConfigMap of its namespace,
-// serves the live cache to `cachectl --socket`, stops cleanly on SIGTERM,
-// and a second run starts from the file.
+// against the apiserver: its "synced" line comes once the live cache holds
+// every ConfigMap of its namespace, it annotates them all, serves the live
+// cache to `cachectl --socket`, records the resource of its store, stops
+// cleanly on SIGTERM, a second run starts from the file, and a run on
+// another namespace keeps the first namespace's store beside its own.
 func TestControllerRuntimeExample(t *testing.T) {
 	c := sharedCluster(t)
 	cl := newClient(t, c)
@@ -263,14 +246,23 @@ func TestControllerRuntimeExample(t *testing.T) {
 	}
 	p := startExample(t, bin, args...)
 	p.await(t, `"event":"synced"`)
-	testutil.EventuallyDiff(t, "the example to annotate every ConfigMap", convergeTimeout, annotated("2"))
+	// "synced" means the controller's informer has synced: the live cache
+	// holds every ConfigMap already.
+	store := `ConfigMap.v1{namespace="` + ns + `"}`
 	names := strings.Fields(string(cachectl(t, cachectlBin, "get", "configmaps", "-n", ns, "-o", "name", "--socket", db+".sock")))
 	if len(names) != 10 {
-		t.Fatalf("cachectl get --socket listed %d ConfigMaps, want 10: %v", len(names), names)
+		t.Fatalf("at the synced line, cachectl get --socket listed %d ConfigMaps, want 10: %v", len(names), names)
 	}
+	testutil.EventuallyDiff(t, "the example to annotate every ConfigMap", convergeTimeout, annotated("2"))
 	p.terminate(t)
 	if !strings.Contains(p.stdout.String(), `"event":"stopped"`) {
 		t.Fatalf("no stopped line:\n%s", p.stdout.String())
+	}
+	// The store records its resource, as a factory's does.
+	for _, line := range strings.Split(string(cachectl(t, cachectlBin, "info", "--db", db)), "\n") {
+		if strings.HasPrefix(line, store) && !strings.Contains(line, " configmaps ") {
+			t.Fatalf("cachectl info shows the store without its resource:\n%s", line)
+		}
 	}
 
 	// Second run, from the file: a new key is counted.
@@ -296,6 +288,24 @@ func TestControllerRuntimeExample(t *testing.T) {
 	})
 
 	p.terminate(t)
+
+	// A run on another namespace has a store of its own: the first
+	// namespace's stays as it was, beside it.
+	other := newNamespace(t, cl, "e2e-example")
+	createConfigMaps(t, cl, other, 0, 3)
+	p = startExample(t, bin, "--kubeconfig", kubeconfig, "--db", db, "--namespace", other, "--metrics-bind-address", "0", "--health-probe-bind-address", "0")
+	p.await(t, `"event":"synced"`)
+	p.terminate(t)
+	if strings.Contains(p.stderr.String(), "Store identity changed") {
+		t.Fatalf("the run on namespace %s emptied a store:\n%s", other, tail(p.stderr.String()))
+	}
+	for namespace, want := range map[string]int{ns: 10, other: 3} {
+		s := `ConfigMap.v1{namespace="` + namespace + `"}`
+		names := strings.Fields(string(cachectl(t, cachectlBin, "get", "configmaps", "-n", namespace, "--store", s, "-o", "name", "--db", db)))
+		if len(names) != want {
+			t.Errorf("store %s holds %d ConfigMaps, want %d: %v", s, len(names), want, names)
+		}
+	}
 	boltstoretest.CheckFile(t, db)
 }
 
