@@ -326,7 +326,7 @@ func (o *getOptions) run(ctx context.Context, e *env) error {
 				return queryError(err)
 			}
 			if f.len() == before && !o.ignoreNotFound {
-				missing = append(missing, fmt.Sprintf("%s %q not found", res, name))
+				missing = append(missing, notFound(res, name, f.namespace))
 			}
 		}
 		if o.sorter != nil {
@@ -343,6 +343,16 @@ func (o *getOptions) run(ctx context.Context, e *env) error {
 		return newError(errNotFound, "%s", strings.Join(missing, "; "))
 	}
 	return nil
+}
+
+// notFound says that res name is not in namespace ns ("" for a
+// cluster-scoped resource) in kubectl's words (kubectl logs'): naming the
+// namespace shows a mistyped -n ("-namespace x" parses as -n amespace).
+func notFound(res resource, name, ns string) string {
+	if ns == "" {
+		return fmt.Sprintf("%s %q not found", res, name)
+	}
+	return fmt.Sprintf("%s %q not found in namespace %q", res, name, ns)
 }
 
 // query is the admin query for res in namespace ns. A table of a kind

@@ -106,7 +106,7 @@ func TestGetErrors(t *testing.T) {
 		parts []string
 	}{
 		{"unknown resource", []string{"get", "deployments"}, 1, []string{`no resource type "deployments"`, "it caches: configmaps, gadgets.example.com, pods, secrets, widgets.example.com"}},
-		{"missing name", []string{"get", "pods", "web-0", "nope"}, 1, []string{`pods "nope" not found`}},
+		{"missing name", []string{"get", "pods", "web-0", "nope"}, 1, []string{`pods "nope" not found in namespace "default"`}},
 		{"bad label selector", []string{"get", "pods", "-l", "app in (web"}, 1, []string{`label selector "app in (web"`}},
 		{"bad field selector", []string{"get", "pods", "--field-selector", "spec.nodeName"}, 1, []string{`field selector "spec.nodeName"`}},
 		{"unsupported field label", []string{"get", "cm", "--field-selector", "spec.nodeName=a"}, 1, []string{"field label not supported: spec.nodeName"}},
@@ -137,6 +137,27 @@ func TestGetErrors(t *testing.T) {
 			}
 			cachectl(t, args...).failed(t, tc.code, tc.parts...)
 		})
+	}
+}
+
+// TestGetNotFoundNamesTheNamespace: a missing object of a namespaced
+// resource is named with the namespace read, as kubectl logs names it, so
+// that "-namespace team-a" (one dash: -n amespace) shows its mistake; a
+// cluster-scoped one has no namespace to name.
+func TestGetNotFoundNamesTheNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		// As in kubectl, "demo" is then a second name.
+		{[]string{"get", "pods", "web-0", "-namespace", "demo"}, `error: pods "web-0" not found in namespace "amespace"; pods "demo" not found in namespace "amespace"` + "\n"},
+		{[]string{"get", "pods", "web-0", "gone"}, `error: pods "gone" not found in namespace "default"` + "\n"},
+		{[]string{"get", "gadgets.example.com", "nope", "-n", "team-a"}, `error: gadgets.example.com "nope" not found` + "\n"},
+	} {
+		r := cachectl(t, append(tc.args, "--db", fixtureFile)...)
+		if r.code != 1 || r.stderr != tc.want {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", tc.args, r.code, r.stderr, tc.want)
+		}
 	}
 }
 
