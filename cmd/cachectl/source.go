@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -108,11 +110,17 @@ func (o *sourceOptions) openError(err error) error {
 		return newError(cachefile.ErrLocked, "%s is locked by another process (waited %s); stop that process first (a read command can use its admin socket with --socket PATH)",
 			o.db, o.timeout)
 	}
+	if nf := notAFileError(o.db, o.socketAllowed); nf != nil {
+		return nf
+	}
 	return fileError(o.db, err)
 }
 
 // fileError says in one line what is wrong with a cache file.
 func fileError(path string, err error) error {
+	if nf := notAFileError(path, false); nf != nil {
+		return nf
+	}
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return newError(os.ErrNotExist, "cache file %s does not exist", path)
@@ -122,6 +130,47 @@ func fileError(path string, err error) error {
 		return fmt.Errorf("%w; use a newer cachectl", err)
 	}
 	return err
+}
+
+// notAFileError explains a --db that names a directory (and names the
+// cache file in it, if it holds one) or a unix socket (and, where the
+// command takes --socket, says to read through it); nil for anything else.
+func notAFileError(path string, socketFlag bool) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return nil
+	case fi.IsDir():
+		switch files := boltFilesIn(path); len(files) {
+		case 0:
+			return newError(cachefile.ErrNotCacheFile, "--db %s is a directory, not a cache file, and holds none", path)
+		case 1:
+			return newError(cachefile.ErrNotCacheFile, "--db %s is a directory; the cache file in it is %s (--db %s)", path, files[0], files[0])
+		default:
+			return newError(cachefile.ErrNotCacheFile, "--db %s is a directory holding %d bbolt files; name one with --db: %s", path, len(files), strings.Join(files, ", "))
+		}
+	case fi.Mode()&os.ModeSocket != 0 && socketFlag:
+		return newError(cachefile.ErrNotCacheFile, "--db %s is a unix socket, not a cache file; read through it with --socket %s", path, path)
+	case fi.Mode()&os.ModeSocket != 0:
+		return newError(cachefile.ErrNotCacheFile, "--db %s is a unix socket (a process's admin socket?), not a cache file; name the cache file itself", path)
+	}
+	return nil
+}
+
+// boltFilesIn returns the paths of the bbolt files directly in dir, sorted:
+// the candidates for a --db that named the directory.
+func boltFilesIn(dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var files []string
+	for _, e := range entries {
+		if p := filepath.Join(dir, e.Name()); !e.IsDir() && cachefile.IsBoltFile(p) {
+			files = append(files, p)
+		}
+	}
+	return files
 }
 
 // socketError says in one line what is wrong with an admin socket.
