@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -143,6 +144,12 @@ func TestBadSockets(t *testing.T) {
 	dir := testutil.ShortTempDir(t)
 	stale := filepath.Join(dir, "stale.sock")
 	testutil.StaleSocket(t, stale)
+	stopped := filepath.Join(dir, "stopped.sock")
+	l, err := net.Listen("unix", stopped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
 	for _, tc := range []struct {
 		name  string
 		path  string
@@ -151,8 +158,11 @@ func TestBadSockets(t *testing.T) {
 		{"missing", filepath.Join(dir, "none.sock"), []string{"none.sock does not exist"}},
 		{"regular file", fixtureFile, []string{"is not a unix socket", "use --db"}},
 		{"stale", stale, []string{"nothing is serving", "stale.sock"}},
+		// A stopped (SIGSTOP) or hung owner: the kernel accepts, nobody answers.
+		{"no answer", stopped, []string{"the process holding the cache file did not answer on admin socket " + stopped + " within 1s (--timeout)",
+			"A copy of its cache file (cp) can be read with --db"}},
 	} {
-		for _, cmd := range [][]string{{"get", "pods"}, {"info"}} {
+		for _, cmd := range [][]string{{"get", "pods"}, {"info"}, {"snapshot", "save", "-"}} {
 			t.Run(tc.name+"/"+cmd[0], func(t *testing.T) {
 				cachectl(t, append(cmd, "--socket", tc.path, "--timeout", "1s")...).failed(t, 1, tc.parts...)
 			})

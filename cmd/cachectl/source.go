@@ -62,7 +62,7 @@ func (o *sourceOptions) open(ctx context.Context) (admin.Reader, error) {
 	if o.socket != "" {
 		c, err := admin.Dial(ctx, o.socket, o.timeout)
 		if err != nil {
-			return nil, socketError(o.socket, err)
+			return nil, o.socketError(err)
 		}
 		return c, nil
 	}
@@ -79,7 +79,7 @@ func (o *sourceOptions) openInfo(ctx context.Context) (admin.Reader, *admin.Info
 	info, err := r.Info(ctx)
 	if err != nil {
 		r.Close()
-		return nil, nil, err
+		return nil, nil, o.socketError(err)
 	}
 	return r, info, nil
 }
@@ -173,15 +173,24 @@ func boltFilesIn(dir string) []string {
 	return files
 }
 
-// socketError says in one line what is wrong with an admin socket.
-func socketError(path string, err error) error {
+// socketError says in one line what is wrong with the admin socket; an
+// error that is not about the socket (or a --db source) is returned as it is.
+func (o *sourceOptions) socketError(err error) error {
+	path := o.socket
 	switch {
+	case path == "":
+		return err
 	case errors.Is(err, os.ErrNotExist):
 		return newError(os.ErrNotExist, "admin socket %s does not exist (is the process running with an admin socket?)", path)
 	case errors.Is(err, admin.ErrNoServer):
 		return newError(admin.ErrNoServer, "nothing is serving admin socket %s (the process is gone; read the file with --db)", path)
 	case errors.Is(err, admin.ErrNotSocket):
 		return newError(admin.ErrNotSocket, "--socket %s is not a unix socket (to read a cache file, use --db)", path)
+	case errors.Is(err, admin.ErrNoAnswer):
+		// Its file stays locked while it is stopped: --db on the file waits
+		// for the lock, a copy of it does not.
+		return newError(admin.ErrNoAnswer, "the process holding the cache file did not answer on admin socket %s within %s (--timeout): is it stopped or overloaded? "+
+			"A copy of its cache file (cp) can be read with --db", path, o.timeout)
 	}
 	return err
 }

@@ -25,6 +25,10 @@ var (
 	ErrSocketPath = errors.New("bad admin socket path")
 	// ErrNoServer means nothing accepts connections on the socket (a stale socket).
 	ErrNoServer = errors.New("no process is serving the admin socket")
+	// ErrNoAnswer means the process serving the socket accepted the
+	// connection but did not answer within the client's timeout (stopped,
+	// or too busy).
+	ErrNoAnswer = errors.New("the process serving the admin socket did not answer")
 	// ErrProtocol means the server's answer was not what this client speaks.
 	ErrProtocol = errors.New("admin protocol error")
 	// ErrTruncated means a stream ended before the server said it was complete.
