@@ -76,7 +76,7 @@ func (o *getOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVarP(&o.labelColumns, "label-columns", "L", nil, "Labels to show as columns, comma-separated or repeated (-L app -L tier)")
 	fs.BoolVar(&o.showKind, "show-kind", false, "List the resource type of each object (kind/name)")
 	fs.BoolVar(&o.ignoreNotFound, "ignore-not-found", false, "Treat a named object that does not exist as no output, not an error")
-	fs.BoolVarP(&o.watch, "watch", "w", false, "After listing, print each change as it is stored (through --socket)")
+	fs.BoolVarP(&o.watch, "watch", "w", false, "After listing, print each change as it is stored (needs --socket)")
 	fs.BoolVar(&o.watchOnly, "watch-only", false, "Print changes only, without listing first")
 	fs.BoolVar(&o.outputWatchEvents, "output-watch-events", false, "With --watch, print the event type (ADDED, MODIFIED, DELETED) with each object")
 	fs.DurationVar(&o.staleAfter, "stale-after", o.staleAfter, "Warn when a store's last write is older than this (0: never)")
@@ -229,6 +229,11 @@ func (o *getOptions) complete(cmd *cobra.Command, args []string) error {
 		}
 		if o.index != "" {
 			return usageErrorf(cmd, "--index cannot be used with --watch (select with -l or --field-selector)")
+		}
+		if o.source.db != "" {
+			// The file cachectl holds open cannot change: a writer needs
+			// its lock, and waits for cachectl to let go of it.
+			return usageErrorf(cmd, "--watch needs the owner's --socket: no process can write %s while cachectl reads it with --db", o.source.db)
 		}
 		if o.sortBy != "" {
 			fmt.Fprintf(cmd.ErrOrStderr(), "warning: --watch requested, --sort-by will be ignored for watch events received\n")
