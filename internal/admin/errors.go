@@ -20,7 +20,7 @@ var (
 	// ErrSocketInUse means another process is serving on the socket path.
 	ErrSocketInUse = errors.New("admin socket is in use by another process")
 	// ErrNotSocket means the socket path exists and is not a unix socket.
-	ErrNotSocket = errors.New("path is not a unix socket")
+	ErrNotSocket = errors.New("admin socket path is not a unix socket")
 	// ErrSocketPath means the socket path is unusable (too long, no directory).
 	ErrSocketPath = errors.New("bad admin socket path")
 	// ErrNoServer means nothing accepts connections on the socket (a stale socket).
