@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -61,7 +62,8 @@ type Options struct {
 	// AdminSocket, when set, is the path of a unix socket (mode 0600) on
 	// which the cache serves read-only queries and consistent snapshots of
 	// its stores, for `cachectl --socket` (the file itself is locked while
-	// this process holds it).
+	// this process holds it). A missing directory is created (mode 0700),
+	// as the cache file's is.
 	AdminSocket string
 	// Encryption, when set, seals record payloads at rest (Secrets by
 	// default, every store with AllResources); see EncryptionOptions.
@@ -160,15 +162,25 @@ func Open(path string, opts Options) (*Cache, error) {
 		}
 	}
 	if opts.AdminSocket != "" {
-		srv, err := admin.NewServer(opts.AdminSocket, db)
+		srv, err := serveAdmin(opts.AdminSocket, db)
 		if err != nil {
 			c.metrics.unregister()
 			_ = db.Close()
-			return nil, fmt.Errorf("admin socket: %w", err)
+			return nil, err
 		}
 		c.admin = srv
 	}
 	return c, nil
+}
+
+// serveAdmin serves db on the admin socket at path. A missing directory is
+// created as the cache file's is (mode 0700); the admin package's errors
+// already say they are about the admin socket.
+func serveAdmin(path string, db *cachefile.DB) (*admin.Server, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("%w: create its directory: %w", admin.ErrSocketPath, err)
+	}
+	return admin.NewServer(path, db)
 }
 
 // MovedAside returns the path a damaged file was moved to when Open

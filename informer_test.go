@@ -22,11 +22,13 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	fcache "k8s.io/client-go/tools/cache/testing"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // waitTimeout bounds every wait on an informer in this package's tests.
@@ -316,17 +318,44 @@ func TestWarmRestartCatchUpBeyondTheReplayLimit(t *testing.T) {
 	testutil.Eventually(t, "store equals source", waitTimeout, func() bool { return maps.Equal(storeKeys(inf), sourceKeys(t, src)) })
 }
 
-// watchSignalLW closes watched once its first WATCH has been answered.
-type watchSignalLW struct {
+// handshakeLW answers each WATCH with a handshakeWatch it also sends on
+// watches.
+type handshakeLW struct {
 	*countingLW
-	watched chan struct{}
+	watches chan *handshakeWatch
+}
+
+func (l *handshakeLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	if _, err := l.countingLW.Watch(opts); err != nil {
+		return nil, err
+	}
+	w := &handshakeWatch{events: make(chan watch.Event), stopped: make(chan struct{})}
+	l.watches <- w
+	return w, nil
+}
+
+// handshakeWatch hands each event over unbuffered: send returns once the
+// reflector has taken it, which it does only from inside its watch loop.
+type handshakeWatch struct {
+	events  chan watch.Event
+	stopped chan struct{}
 	once    sync.Once
 }
 
-func (w *watchSignalLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	ws, err := w.countingLW.Watch(opts)
-	w.once.Do(func() { close(w.watched) })
-	return ws, err
+func (w *handshakeWatch) ResultChan() <-chan watch.Event { return w.events }
+func (w *handshakeWatch) Stop()                          { w.once.Do(func() { close(w.stopped) }) }
+
+// send hands ev to the reflector; it fails t if the watch is stopped or
+// nobody takes ev within waitTimeout.
+func (w *handshakeWatch) send(t *testing.T, ev watch.Event) {
+	t.Helper()
+	select {
+	case w.events <- ev:
+	case <-w.stopped:
+		t.Fatalf("the watch was stopped before it took %s", ev.Type)
+	case <-time.After(waitTimeout):
+		t.Fatalf("the reflector did not take %s within %v", ev.Type, waitTimeout)
+	}
 }
 
 // TestStopDuringReplayDoesNotSync: a warm start stopped while it replays
@@ -334,14 +363,21 @@ func (w *watchSignalLW) Watch(opts metav1.ListOptions) (watch.Interface, error) 
 // stored resourceVersion was established: the handlers did not get every
 // stored object (client-go's informer never syncs when stopped before its
 // initial list was processed).
+//
+// The handler blocks on its first add, so the replay waits for it (the
+// handlers' pace) and cannot finish; the fake clock never lets that wait
+// time out. The watch is established at once (WatchEstablishedAfter < 0)
+// before the reflector reads its first event, so a bookmark it has taken
+// proves it established.
 func TestStopDuringReplayDoesNotSync(t *testing.T) {
 	src := newSource(t)
-	const stored = 20000
+	const stored = 4 * reflector.DefaultPageSize
 	for i := range stored {
 		src.Add(testutil.Pod("ns", fmt.Sprintf("p%05d", i), ""))
 	}
 	path := filepath.Join(t.TempDir(), "cache.db")
-	_, _, stop := runInformer(t, path, newCountingLW(src), boltinformer.InformerOptions{})
+	cold, _, stop := runInformer(t, path, newCountingLW(src), boltinformer.InformerOptions{})
+	storedRV := cold.GetStore().LastStoreSyncResourceVersion()
 	stop()
 
 	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
@@ -349,27 +385,53 @@ func TestStopDuringReplayDoesNotSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	lw := &watchSignalLW{countingLW: newCountingLW(src), watched: make(chan struct{})}
-	// Established at once: the watch from the stored RV counts as soon as
-	// it is answered, while the replay still runs.
-	inf, err := c.NewInformer(lw, &v1.Pod{}, boltinformer.InformerOptions{WatchEstablishedAfter: -1})
+	lw := &handshakeLW{countingLW: newCountingLW(src), watches: make(chan *handshakeWatch, 1)}
+	inf, err := c.NewInformer(lw, &v1.Pod{}, boltinformer.InformerOptions{
+		WatchEstablishedAfter: -1,
+		Clock:                 testingclock.NewFakeClock(time.Now()),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var adds atomic.Int64
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) { adds.Add(1) }}); err != nil {
+	first, release := make(chan struct{}), make(chan struct{})
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) {
+		if adds.Add(1) == 1 {
+			close(first)
+			<-release
+		}
+	}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		<-lw.watched
-		time.Sleep(10 * time.Millisecond) // the watch established, the replay of 20000 not done
+	done := make(chan struct{})
+	go func() { defer close(done); inf.RunWithContext(ctx) }()
+	defer func() {
 		cancel()
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+		<-done
 	}()
-	inf.RunWithContext(ctx)
+	select {
+	case <-first:
+	case <-time.After(waitTimeout):
+		t.Fatalf("the replay's first add did not reach the handler within %v", waitTimeout)
+	}
+	var w *handshakeWatch
+	select {
+	case w = <-lw.watches:
+	case <-time.After(waitTimeout):
+		t.Fatalf("no WATCH within %v", waitTimeout)
+	}
+	w.send(t, watch.Event{Type: watch.Bookmark, Object: &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: storedRV}}})
+	cancel()
+	close(release)
+	<-done
 	if n := adds.Load(); n >= stored {
-		t.Fatalf("the replay of %d objects ended before the stop (%d adds): the test needs a longer replay", stored, n)
+		t.Fatalf("the replay of %d objects ended before the stop (%d adds)", stored, n)
 	}
 	if inf.HasSynced() {
 		t.Fatalf("HasSynced is true after a stop during the replay (%d of %d stored objects replayed)", adds.Load(), stored)

@@ -114,7 +114,10 @@ boltinformer_watch_resumes_total{file="%[1]s",store="Pod.v1"} 0
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	testutil.Eventually(t, "sync", waitTimeout, inf.HasSynced)
 	src.Delete(testutil.Pod("ns", "a", "", testutil.Label("app", "a"), testutil.Node("")))
-	testutil.Eventually(t, "delete applied", waitTimeout, func() bool { return len(inf.GetStore().ListKeys()) == 2 })
+	// The counter moves after the store does: wait for the counter.
+	testutil.Eventually(t, "the delete counted", waitTimeout, func() bool {
+		return counterValue(t, reg, "boltinformer_events_applied_total", "change", "deleted") == 1
+	})
 
 	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(fmt.Sprintf(preInit, path, 3, 1, 1)), counters...); err != nil {
 		t.Errorf("after sync and one delete: %v", err)
@@ -257,16 +260,6 @@ func TestStoredRVTimestampMovesOnlyWithTheStoredRV(t *testing.T) {
 		}
 		return got[0].GetGauge().GetValue()
 	}
-	counter := func(name string, labelValue ...string) float64 {
-		t.Helper()
-		for _, m := range gather(t, reg)[name] {
-			if len(labelValue) == 0 || slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetValue() == labelValue[0] }) {
-				return m.GetCounter().GetValue()
-			}
-		}
-		t.Fatalf("no series %s %v", name, labelValue)
-		return 0
-	}
 	if got := ts(); got != 0 {
 		t.Fatalf("before the first sync: %v, want 0 (no stored RV)", got)
 	}
@@ -281,7 +274,7 @@ func TestStoredRVTimestampMovesOnlyWithTheStoredRV(t *testing.T) {
 
 	// A quiet store: only bookmarks move its RV.
 	w := <-lw.watches
-	time.Sleep(10 * time.Millisecond)
+	clockPasses(t, synced)
 	w.Action(watch.Bookmark, &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "20"}})
 	testutil.Eventually(t, "the bookmark's RV stored", waitTimeout, func() bool { return inf.Store().LastStoreSyncResourceVersion() == "20" })
 	testutil.Eventually(t, "the timestamp to move with the bookmark", waitTimeout, func() bool { return ts() > synced })
@@ -302,18 +295,18 @@ func TestStoredRVTimestampMovesOnlyWithTheStoredRV(t *testing.T) {
 	lw.mu.Unlock()
 	w.Stop()
 	w = <-lw.watches
-	testutil.Eventually(t, "one disconnect counted", waitTimeout, func() bool { return counter("boltinformer_watch_disconnects_total") == 1 })
+	testutil.Eventually(t, "one disconnect counted", waitTimeout, func() bool { return counterValue(t, reg, "boltinformer_watch_disconnects_total") == 1 })
 	lw.mu.Lock()
 	lw.items, lw.rv, lw.release = []v1.Pod{rvPod("a", "8"), rvPod("d", "30")}, "31", make(chan struct{})
 	lw.mu.Unlock()
-	time.Sleep(10 * time.Millisecond)
+	clockPasses(t, evented)
 	w.Error(&apierrors.NewResourceExpired("too old resource version: 21").ErrStatus)
 	testutil.Eventually(t, "the relist's first page applied", waitTimeout, func() bool {
 		relisting, _, _ := (*boltstore.Store)(inf.Store()).RelistInProgress()
-		return relisting && counter("boltinformer_events_applied_total", "unchanged") == 1
+		return relisting && counterValue(t, reg, "boltinformer_events_applied_total", "change", "unchanged") == 1
 	})
 
-	if n := counter("boltinformer_list_watch_errors_total"); n != 1 {
+	if n := counterValue(t, reg, "boltinformer_list_watch_errors_total"); n != 1 {
 		t.Errorf("list_watch_errors_total = %v after a 410, want 1", n)
 	}
 	if got := ts(); got != evented {
@@ -348,6 +341,34 @@ func TestStoredRVTimestampMovesOnlyWithTheStoredRV(t *testing.T) {
 	if got, want := ts(), float64(updated.UnixNano())/1e9; got != want || got > closedAt {
 		t.Errorf("warm start before Run: %v, want the file's rv-updated-at %v (before %v)", got, want, closedAt)
 	}
+}
+
+// clockPasses waits until the wall clock, as the timestamp gauge reads it,
+// is past ts: a commit after it then moves the gauge.
+func clockPasses(t *testing.T, ts float64) {
+	t.Helper()
+	testutil.Eventually(t, "the clock to pass the last timestamp", waitTimeout, func() bool {
+		return float64(time.Now().UnixNano())/1e9 > ts
+	})
+}
+
+// counterValue is the value of the series of the counter family name whose
+// labels hold every name, value pair given; it fails t if there is none.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string, labelPairs ...string) float64 {
+	t.Helper()
+	for _, m := range gather(t, reg)[name] {
+		matches := true
+		for i := 0; i+1 < len(labelPairs); i += 2 {
+			matches = matches && slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+				return l.GetName() == labelPairs[i] && l.GetValue() == labelPairs[i+1]
+			})
+		}
+		if matches {
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no series of %s with labels %v", name, labelPairs)
+	return 0
 }
 
 func gather(t *testing.T, reg *prometheus.Registry) map[string][]*dto.Metric {

@@ -11,6 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/internal/testutil"
@@ -30,24 +32,31 @@ func (h *slowHandler) OnUpdate(any, any) {}
 func (h *slowHandler) OnDelete(any)      {}
 
 // startPaced starts an informer on n Pods with list pages of page objects
-// and h as its handler; it returns once Run has started.
-func startPaced(t *testing.T, n, page int, h cache.ResourceEventHandler) (*boltinformer.Informer, context.CancelFunc) {
+// and h as its handler; it returns once Run has started. With clk nil the
+// informer runs on the real clock.
+func startPaced(t *testing.T, n, page int, clk clock.WithTicker, h cache.ResourceEventHandler) (*boltinformer.Informer, context.CancelFunc) {
 	t.Helper()
 	src := newSource(t)
 	for i := range n {
 		src.Add(testutil.Pod("ns", fmt.Sprintf("p%04d", i), ""))
 	}
-	return startPacedOn(t, filepath.Join(t.TempDir(), "cache.db"), src, page, h)
+	return startPacedOn(t, filepath.Join(t.TempDir(), "cache.db"), src, page, clk, h)
 }
 
 // startPacedOn is startPaced on the file at path and the source lw.
-func startPacedOn(t *testing.T, path string, lw cache.ListerWatcher, page int, h cache.ResourceEventHandler) (*boltinformer.Informer, context.CancelFunc) {
+func startPacedOn(t *testing.T, path string, lw cache.ListerWatcher, page int, clk clock.WithTicker, h cache.ResourceEventHandler) (*boltinformer.Informer, context.CancelFunc) {
 	t.Helper()
 	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	inf, err := c.NewInformer(lw, &v1.Pod{}, boltinformer.InformerOptions{PageSize: int64(page)})
+	opts := boltinformer.InformerOptions{PageSize: int64(page)}
+	if clk != nil {
+		// A fake clock never lets the pace's wait time out, and would never
+		// count a warm start's watch established: count it at once.
+		opts.Clock, opts.WatchEstablishedAfter = clk, -1
+	}
+	inf, err := c.NewInformer(lw, &v1.Pod{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +103,7 @@ func TestListPagesWaitForASlowHandler(t *testing.T) {
 		maxBacklog atomic.Int64
 	)
 	h := backlogRecorder(&inf, ready, &maxBacklog)
-	inf, _ = startPaced(t, n, page, h)
+	inf, _ = startPaced(t, n, page, testingclock.NewFakeClock(time.Now()), h)
 	close(ready)
 	testutil.Eventually(t, "every add", waitTimeout, func() bool { return h.adds.Load() == n })
 	if got := maxBacklog.Load(); got > page {
@@ -112,7 +121,7 @@ func TestAStuckHandlerDoesNotStallTheList(t *testing.T) {
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
 	h := &slowHandler{hook: func() { <-release }}
-	inf, _ := startPaced(t, n, page, h)
+	inf, _ := startPaced(t, n, page, nil, h)
 	testutil.Eventually(t, "HasSynced with the handler stuck", waitTimeout, inf.HasSynced)
 	if got := len(inf.GetStore().ListKeys()); got != n {
 		t.Fatalf("store holds %d objects, want %d", got, n)
@@ -135,7 +144,7 @@ func TestReplaysWaitForASlowHandler(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "cache.db")
 	fast := &slowHandler{hook: func() {}}
-	inf, stop := startPacedOn(t, path, src, page, fast)
+	inf, stop := startPacedOn(t, path, src, page, nil, fast)
 	testutil.Eventually(t, "the cold start", waitTimeout, func() bool { return inf.HasSynced() && fast.adds.Load() == n })
 	stop()
 
@@ -145,7 +154,7 @@ func TestReplaysWaitForASlowHandler(t *testing.T) {
 		maxBacklog atomic.Int64
 	)
 	h := backlogRecorder(&warm, ready, &maxBacklog)
-	warm, _ = startPacedOn(t, path, src, page, h)
+	warm, _ = startPacedOn(t, path, src, page, testingclock.NewFakeClock(time.Now()), h)
 	close(ready)
 	testutil.Eventually(t, "the warm start's replay", waitTimeout, func() bool { return h.adds.Load() == n })
 	if got := maxBacklog.Load(); got > page {

@@ -3,6 +3,7 @@ package boltinformer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -106,22 +107,26 @@ func TestDamagedRecordFoundByTheReplayRelists(t *testing.T) {
 	testutil.Eventually(t, "the relisted store to sync", waitTimeout, inf.HasSynced)
 	keys := storeKeys(inf)
 	rv, _ := inf.Store().ResourceVersion()
-	stop()
-	want := map[string]string{"ns/a": "8", "ns/b": "12", "ns/d": "11"}
-	if !reflect.DeepEqual(keys, want) || rv != "12" {
-		t.Fatalf("store %v at RV %q, want %v at 12", keys, rv, want)
-	}
-	rec.mu.Lock()
-	got := rec.perKey
-	rec.mu.Unlock()
 	wantEvents := map[string][]string{
 		"ns/a": {"add@8 initial=true"},
 		"ns/b": {"add@12 initial=true"},
 		"ns/c": {"add@10 initial=true", "delete(tombstone)"},
 		"ns/d": {"add@11 initial=true"},
 	}
-	if !reflect.DeepEqual(got, wantEvents) {
-		t.Fatalf("handler events %v, want %v", got, wantEvents)
+	// The relist's delete of c is notified before the informer syncs, and
+	// reaches the handler after.
+	testutil.EventuallyDiff(t, "the handler to see the relist", waitTimeout, func() string {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		if !reflect.DeepEqual(rec.perKey, wantEvents) {
+			return fmt.Sprintf("handler events %v, want %v", rec.perKey, wantEvents)
+		}
+		return ""
+	})
+	stop()
+	want := map[string]string{"ns/a": "8", "ns/b": "12", "ns/d": "11"}
+	if !reflect.DeepEqual(keys, want) || rv != "12" {
+		t.Fatalf("store %v at RV %q, want %v at 12", keys, rv, want)
 	}
 	lists, _ := lw.requests()
 	full := 0

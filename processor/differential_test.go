@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"sync"
 	"testing"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -183,14 +182,12 @@ func TestDifferentialAgainstClientGo(t *testing.T) {
 		t.Helper()
 		for name, n := range want {
 			seen[name] += n
-			deadline := time.Now().Add(10 * time.Second)
-			for refRecs[name].Len() < seen[name] || ourRecs[name].Len() < seen[name] {
-				if time.Now().After(deadline) {
-					t.Fatalf("%s: handler %q: want %d events on both sides, reference has %d, ours %d:\n ours: %v\n ref:  %v",
-						phase, name, seen[name], refRecs[name].Len(), ourRecs[name].Len(), ourRecs[name].Snapshot(), refRecs[name].Snapshot())
+			testutil.EventuallyDiff(t, fmt.Sprintf("%s: handler %q to get %d events on both sides", phase, name, seen[name]), waitTimeout, func() string {
+				if refRecs[name].Len() < seen[name] || ourRecs[name].Len() < seen[name] {
+					return fmt.Sprintf("reference has %d, ours %d:\n ours: %v\n ref:  %v", refRecs[name].Len(), ourRecs[name].Len(), ourRecs[name].Snapshot(), refRecs[name].Snapshot())
 				}
-				time.Sleep(time.Millisecond)
-			}
+				return ""
+			})
 		}
 		for name := range refRecs {
 			got, want := ourRecs[name].Snapshot(), refRecs[name].Snapshot()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -191,26 +192,25 @@ func TestLongHeldSnapshotStallsRemap(t *testing.T) {
 			commits.Add(1)
 		}
 	}()
-	// Wait until the writer stops making progress.
-	last, still := int64(-1), 0
-	for still < 5 {
-		time.Sleep(100 * time.Millisecond)
-		if cur := commits.Load(); cur == last {
-			still++
-		} else if last, still = cur, 0; cur > 20 {
-			t.Fatalf("writer did %d rounds without needing a remap", cur)
-		}
-	}
+	// The writer grows the file until a commit must remap it, and waits
+	// there for the snapshot's read transaction.
+	testutil.Eventually(t, "the writer to wait in bbolt's remap", time.Minute, func() bool {
+		return testutil.GoroutineIn("go.etcd.io/bbolt.(*DB).mmap(", "sync.(*RWMutex).Lock(")
+	})
+	last := commits.Load()
 	// Readers queue behind the waiting remap.
 	read := make(chan error, 1)
 	go func() {
 		_, err := c.stores[1].Len()
 		read <- err
 	}()
+	testutil.Eventually(t, "the reader to wait to begin its transaction", time.Minute, func() bool {
+		return testutil.GoroutineIn("go.etcd.io/bbolt.(*DB).beginTx(", "sync.")
+	})
 	select {
 	case <-read:
 		t.Fatal("a reader got through while a remap waited for the snapshot")
-	case <-time.After(300 * time.Millisecond):
+	default:
 	}
 	// (A read transaction here would queue too: only stat the file.)
 	fi, err := os.Stat(path)
@@ -223,13 +223,15 @@ func TestLongHeldSnapshotStallsRemap(t *testing.T) {
 	if err := <-saved; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled snapshot returned %v", err)
 	}
-	for resumed := commits.Load(); commits.Load() < resumed+2; {
+	resumed := commits.Load()
+	testutil.Eventually(t, "the writer to commit again", time.Minute, func() bool {
 		select {
 		case <-wrote:
 			t.Fatal("writer ended")
-		case <-time.After(10 * time.Millisecond):
+		default:
 		}
-	}
+		return commits.Load() >= resumed+2
+	})
 	close(stop)
 	<-wrote
 	if err := <-read; err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -38,9 +39,8 @@ func TestSaveUnderConcurrentWrites(t *testing.T) {
 	var snaps []taken
 	for i := 0; i < 3; i++ {
 		// Let writers commit between snapshots.
-		for start := commits.Load(); commits.Load() < start+20; {
-			time.Sleep(time.Millisecond)
-		}
+		start := commits.Load()
+		testutil.Eventually(t, "20 more commits", time.Minute, func() bool { return commits.Load() >= start+20 })
 		path := filepath.Join(dir, "snap-"+strconv.Itoa(i))
 		before := commits.Load()
 		var hdr snapshot.Header

@@ -61,7 +61,7 @@ func TestCompactInPlace(t *testing.T) {
 }
 
 func TestCompactErrors(t *testing.T) {
-	cachectl(t, "compact").failed(t, 2, "--db PATH is required")
+	cachectl(t, "compact").failed(t, 1, "--db PATH is required")
 	cachectl(t, "compact", "--db", filepath.Join(t.TempDir(), "none.db")).failed(t, 1, "does not exist")
-	cachectl(t, "compact", "--socket", "/x").failed(t, 2, "unknown flag: --socket")
+	cachectl(t, "compact", "--socket", "/x").failed(t, 1, "unknown flag: --socket")
 }

@@ -34,8 +34,8 @@
 // one informer per --resource, typed (protobuf) for the types client-go
 // knows and dynamic (unstructured) for the rest.
 //
-// Exit codes: 0 success, 1 error, 2 usage error, 130 interrupted (SIGINT or
-// SIGTERM; compact and migrate leave no partial file). Errors are one line on
+// Exit codes, as kubectl's: 0 success, 1 error (a usage error too), 130
+// interrupted (SIGINT or SIGTERM; compact and migrate leave no partial file). Errors are one line on
 // stderr. Progress of long operations is shown on stderr only when it is a
 // terminal. The command never prints Secret data unless --show-secrets.
 package main

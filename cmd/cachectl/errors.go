@@ -14,8 +14,8 @@ import (
 )
 
 var (
-	// errUsage marks a usage error (exit code 2): a bad flag, argument or
-	// flag value.
+	// errUsage marks a usage error: a bad flag, argument or flag value. It
+	// exits 1, as kubectl's do (cmdutil.CheckErr exits 1 for every error).
 	errUsage = errors.New("usage error")
 	// errNotFound means a named object is not in the store.
 	errNotFound = errors.New("not found")
@@ -82,8 +82,6 @@ func exitCode(err error) int {
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, errUsage):
-		return 2
 	case errors.Is(err, errInterrupted), errors.Is(err, context.Canceled):
 		return 130 // 128 + SIGINT, as a shell reports a process Ctrl-C ended
 	}

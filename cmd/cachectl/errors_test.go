@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,6 +41,21 @@ func TestBadFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	bb.Close()
+	// A directory with the cache file in it (and a file that is not one),
+	// one with two bbolt files, one with none; an admin socket.
+	ctrl := filepath.Join(dir, "ctrl")
+	two := filepath.Join(dir, "two")
+	for _, d := range []string{ctrl, two} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.CopyFile(t, fixtureFile, filepath.Join(ctrl, "cache.db"))
+	testutil.CopyFile(t, notBolt, filepath.Join(ctrl, "notes.txt"))
+	testutil.CopyFile(t, fixtureFile, filepath.Join(two, "a.db"))
+	testutil.CopyFile(t, bare, filepath.Join(two, "b.db"))
+	sock := filepath.Join(testutil.ShortTempDir(t), "admin.sock")
+	testutil.StaleSocket(t, sock)
 
 	for _, tc := range []struct {
 		name  string
@@ -51,11 +67,15 @@ func TestBadFiles(t *testing.T) {
 		{"garbage", garbage, []string{"garbage.db", "not a boltinformer cache file"}},
 		{"newer schema", newer, []string{"newer schema", "v99", "use a newer cachectl"}},
 		{"bbolt file of someone else", bare, []string{"bare.db", "not a boltinformer cache file", "\"other\""}},
+		{"directory holding the cache file", ctrl + "/", []string{"--db " + ctrl + "/ is a directory", "the cache file in it is " + ctrl + "/cache.db"}},
+		{"directory holding two bbolt files", two, []string{"is a directory holding 2 bbolt files", two + "/a.db, " + two + "/b.db"}},
+		{"directory holding none", t.TempDir(), []string{"is a directory, not a cache file, and holds none"}},
+		{"admin socket", sock, []string{"--db " + sock + " is a unix socket", "read through it with --socket " + sock}},
 	} {
 		for _, cmd := range [][]string{{"get", "pods"}, {"info"}, {"check"}} {
 			t.Run(tc.name+"/"+cmd[0], func(t *testing.T) {
 				var before testutil.FileState
-				if _, err := os.Stat(tc.path); err == nil {
+				if fi, err := os.Stat(tc.path); err == nil && fi.Mode().IsRegular() {
 					before = testutil.StatFile(t, tc.path)
 				}
 				cachectl(t, append(cmd, "--db", tc.path)...).failed(t, 1, tc.parts...)
@@ -64,6 +84,19 @@ func TestBadFiles(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestNotAFileForWriters: commands that need the file itself (no --socket)
+// say the same of a directory, and of a socket that it is not the file.
+func TestNotAFileForWriters(t *testing.T) {
+	ctrl := t.TempDir()
+	testutil.CopyFile(t, fixtureFile, filepath.Join(ctrl, "cache.db"))
+	sock := filepath.Join(testutil.ShortTempDir(t), "admin.sock")
+	testutil.StaleSocket(t, sock)
+	for _, cmd := range [][]string{{"compact"}, {"migrate"}} {
+		cachectl(t, append(cmd, "--db", ctrl)...).failed(t, 1, "--db "+ctrl+" is a directory", "the cache file in it is "+ctrl+"/cache.db")
+		cachectl(t, append(cmd, "--db", sock)...).failed(t, 1, "--db "+sock+" is a unix socket", "name the cache file itself")
 	}
 }
 
@@ -111,6 +144,12 @@ func TestBadSockets(t *testing.T) {
 	dir := testutil.ShortTempDir(t)
 	stale := filepath.Join(dir, "stale.sock")
 	testutil.StaleSocket(t, stale)
+	stopped := filepath.Join(dir, "stopped.sock")
+	l, err := net.Listen("unix", stopped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
 	for _, tc := range []struct {
 		name  string
 		path  string
@@ -119,8 +158,11 @@ func TestBadSockets(t *testing.T) {
 		{"missing", filepath.Join(dir, "none.sock"), []string{"none.sock does not exist"}},
 		{"regular file", fixtureFile, []string{"is not a unix socket", "use --db"}},
 		{"stale", stale, []string{"nothing is serving", "stale.sock"}},
+		// A stopped (SIGSTOP) or hung owner: the kernel accepts, nobody answers.
+		{"no answer", stopped, []string{"the process holding the cache file did not answer on admin socket " + stopped + " within 1s (--timeout)",
+			"A copy of its cache file (cp) can be read with --db"}},
 	} {
-		for _, cmd := range [][]string{{"get", "pods"}, {"info"}} {
+		for _, cmd := range [][]string{{"get", "pods"}, {"info"}, {"snapshot", "save", "-"}} {
 			t.Run(tc.name+"/"+cmd[0], func(t *testing.T) {
 				cachectl(t, append(cmd, "--socket", tc.path, "--timeout", "1s")...).failed(t, 1, tc.parts...)
 			})

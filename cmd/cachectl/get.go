@@ -76,7 +76,7 @@ func (o *getOptions) AddFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVarP(&o.labelColumns, "label-columns", "L", nil, "Labels to show as columns, comma-separated or repeated (-L app -L tier)")
 	fs.BoolVar(&o.showKind, "show-kind", false, "List the resource type of each object (kind/name)")
 	fs.BoolVar(&o.ignoreNotFound, "ignore-not-found", false, "Treat a named object that does not exist as no output, not an error")
-	fs.BoolVarP(&o.watch, "watch", "w", false, "After listing, print each change as it is stored (through --socket)")
+	fs.BoolVarP(&o.watch, "watch", "w", false, "After listing, print each change as it is stored (needs --socket)")
 	fs.BoolVar(&o.watchOnly, "watch-only", false, "Print changes only, without listing first")
 	fs.BoolVar(&o.outputWatchEvents, "output-watch-events", false, "With --watch, print the event type (ADDED, MODIFIED, DELETED) with each object")
 	fs.DurationVar(&o.staleAfter, "stale-after", o.staleAfter, "Warn when a store's last write is older than this (0: never)")
@@ -230,6 +230,11 @@ func (o *getOptions) complete(cmd *cobra.Command, args []string) error {
 		if o.index != "" {
 			return usageErrorf(cmd, "--index cannot be used with --watch (select with -l or --field-selector)")
 		}
+		if o.source.db != "" {
+			// The file cachectl holds open cannot change: a writer needs
+			// its lock, and waits for cachectl to let go of it.
+			return usageErrorf(cmd, "--watch needs the owner's --socket: no process can write %s while cachectl reads it with --db", o.source.db)
+		}
 		if o.sortBy != "" {
 			fmt.Fprintf(cmd.ErrOrStderr(), "warning: --watch requested, --sort-by will be ignored for watch events received\n")
 		}
@@ -326,7 +331,7 @@ func (o *getOptions) run(ctx context.Context, e *env) error {
 				return queryError(err)
 			}
 			if f.len() == before && !o.ignoreNotFound {
-				missing = append(missing, fmt.Sprintf("%s %q not found", res, name))
+				missing = append(missing, notFound(res, name, f.namespace))
 			}
 		}
 		if o.sorter != nil {
@@ -343,6 +348,16 @@ func (o *getOptions) run(ctx context.Context, e *env) error {
 		return newError(errNotFound, "%s", strings.Join(missing, "; "))
 	}
 	return nil
+}
+
+// notFound says that res name is not in namespace ns ("" for a
+// cluster-scoped resource) in kubectl's words (kubectl logs'): naming the
+// namespace shows a mistyped -n ("-namespace x" parses as -n amespace).
+func notFound(res resource, name, ns string) string {
+	if ns == "" {
+		return fmt.Sprintf("%s %q not found", res, name)
+	}
+	return fmt.Sprintf("%s %q not found in namespace %q", res, name, ns)
 }
 
 // query is the admin query for res in namespace ns. A table of a kind

@@ -106,28 +106,28 @@ func TestGetErrors(t *testing.T) {
 		parts []string
 	}{
 		{"unknown resource", []string{"get", "deployments"}, 1, []string{`no resource type "deployments"`, "it caches: configmaps, gadgets.example.com, pods, secrets, widgets.example.com"}},
-		{"missing name", []string{"get", "pods", "web-0", "nope"}, 1, []string{`pods "nope" not found`}},
-		{"bad label selector", []string{"get", "pods", "-l", "app in (web"}, 2, []string{`label selector "app in (web"`}},
-		{"bad field selector", []string{"get", "pods", "--field-selector", "spec.nodeName"}, 2, []string{`field selector "spec.nodeName"`}},
-		{"unsupported field label", []string{"get", "cm", "--field-selector", "spec.nodeName=a"}, 2, []string{"field label not supported: spec.nodeName"}},
-		{"unknown index", []string{"get", "pods", "--index", "zone=a"}, 2, []string{`no index "zone"`, "indexes: namespace, node"}},
-		{"bad index", []string{"get", "pods", "--index", "zone"}, 2, []string{"NAME=VALUE"}},
-		{"unknown output", []string{"get", "pods", "-o", "xml"}, 2, []string{`unknown output format "xml"`}},
-		{"bad jsonpath", []string{"get", "pods", "-o", "jsonpath={.items[}"}, 2, []string{"-o jsonpath"}},
-		{"bad sort-by", []string{"get", "pods", "--sort-by", "{.a["}, 2, []string{"--sort-by"}},
-		{"name across namespaces", []string{"get", "pods", "web-0", "-A"}, 2, []string{"across all namespaces"}},
-		{"no resource", []string{"get"}, 2, []string{"want a resource type"}},
-		{"bad custom-columns", []string{"get", "pods", "-o", "custom-columns=NAME"}, 2, []string{"expected <header>:<json-path-expr>"}},
-		{"empty custom-columns", []string{"get", "pods", "-o", "custom-columns="}, 2, []string{"no custom columns given"}},
-		{"missing custom-columns-file", []string{"get", "pods", "-o", "custom-columns-file=/nonexistent"}, 2, []string{"custom-columns-file"}},
-		{"watch events without watch", []string{"get", "pods", "--output-watch-events"}, 2, []string{"only be used with --watch"}},
-		{"watch two types", []string{"get", "pods,cm", "-w"}, 2, []string{"one resource type"}},
-		{"watch with index", []string{"get", "pods", "-w", "--index", "node=a"}, 2, []string{"--index cannot be used with --watch"}},
-		{"negative stale-after", []string{"get", "pods", "--stale-after=-1s"}, 2, []string{"--stale-after"}},
-		{"no source", []string{"get", "pods", "--db="}, 2, []string{"--db PATH or --socket PATH is required"}},
+		{"missing name", []string{"get", "pods", "web-0", "nope"}, 1, []string{`pods "nope" not found in namespace "default"`}},
+		{"bad label selector", []string{"get", "pods", "-l", "app in (web"}, 1, []string{`label selector "app in (web"`}},
+		{"bad field selector", []string{"get", "pods", "--field-selector", "spec.nodeName"}, 1, []string{`field selector "spec.nodeName"`}},
+		{"unsupported field label", []string{"get", "cm", "--field-selector", "spec.nodeName=a"}, 1, []string{"field label not supported: spec.nodeName"}},
+		{"unknown index", []string{"get", "pods", "--index", "zone=a"}, 1, []string{`no index "zone"`, "indexes: namespace, node"}},
+		{"bad index", []string{"get", "pods", "--index", "zone"}, 1, []string{"NAME=VALUE"}},
+		{"unknown output", []string{"get", "pods", "-o", "xml"}, 1, []string{`unknown output format "xml"`}},
+		{"bad jsonpath", []string{"get", "pods", "-o", "jsonpath={.items[}"}, 1, []string{"-o jsonpath"}},
+		{"bad sort-by", []string{"get", "pods", "--sort-by", "{.a["}, 1, []string{"--sort-by"}},
+		{"name across namespaces", []string{"get", "pods", "web-0", "-A"}, 1, []string{"across all namespaces"}},
+		{"no resource", []string{"get"}, 1, []string{"want a resource type"}},
+		{"bad custom-columns", []string{"get", "pods", "-o", "custom-columns=NAME"}, 1, []string{"expected <header>:<json-path-expr>"}},
+		{"empty custom-columns", []string{"get", "pods", "-o", "custom-columns="}, 1, []string{"no custom columns given"}},
+		{"missing custom-columns-file", []string{"get", "pods", "-o", "custom-columns-file=/nonexistent"}, 1, []string{"custom-columns-file"}},
+		{"watch events without watch", []string{"get", "pods", "--output-watch-events"}, 1, []string{"only be used with --watch"}},
+		{"watch two types", []string{"get", "pods,cm", "-w"}, 1, []string{"one resource type"}},
+		{"watch with index", []string{"get", "pods", "-w", "--index", "node=a"}, 1, []string{"--index cannot be used with --watch"}},
+		{"negative stale-after", []string{"get", "pods", "--stale-after=-1s"}, 1, []string{"--stale-after"}},
+		{"no source", []string{"get", "pods", "--db="}, 1, []string{"--db PATH or --socket PATH is required"}},
 
-		{"both sources", []string{"get", "pods", "--socket", "/x"}, 2, []string{"mutually exclusive"}},
-		{"unknown flag", []string{"get", "pods", "--colour"}, 2, []string{"unknown flag: --colour", "cachectl get --help"}},
+		{"both sources", []string{"get", "pods", "--socket", "/x"}, 1, []string{"mutually exclusive"}},
+		{"unknown flag", []string{"get", "pods", "--colour"}, 1, []string{"unknown flag: --colour", "cachectl get --help"}},
 		{"unknown store", []string{"get", "pods", "--store", "nope"}, 1, []string{`no store named "nope"`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,6 +137,27 @@ func TestGetErrors(t *testing.T) {
 			}
 			cachectl(t, args...).failed(t, tc.code, tc.parts...)
 		})
+	}
+}
+
+// TestGetNotFoundNamesTheNamespace: a missing object of a namespaced
+// resource is named with the namespace read, as kubectl logs names it, so
+// that "-namespace team-a" (one dash: -n amespace) shows its mistake; a
+// cluster-scoped one has no namespace to name.
+func TestGetNotFoundNamesTheNamespace(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		// As in kubectl, "demo" is then a second name.
+		{[]string{"get", "pods", "web-0", "-namespace", "demo"}, `error: pods "web-0" not found in namespace "amespace"; pods "demo" not found in namespace "amespace"` + "\n"},
+		{[]string{"get", "pods", "web-0", "gone"}, `error: pods "gone" not found in namespace "default"` + "\n"},
+		{[]string{"get", "gadgets.example.com", "nope", "-n", "team-a"}, `error: gadgets.example.com "nope" not found` + "\n"},
+	} {
+		r := cachectl(t, append(tc.args, "--db", fixtureFile)...)
+		if r.code != 1 || r.stderr != tc.want {
+			t.Errorf("%v: exit %d, stderr %q; want 1 and %q", tc.args, r.code, r.stderr, tc.want)
+		}
 	}
 }
 

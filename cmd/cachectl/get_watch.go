@@ -22,9 +22,6 @@ import (
 // type too (an EVENT column, or {"type","object"}). It ends when ctx does
 // (Ctrl-C), without error.
 func (o *getOptions) runWatch(ctx context.Context, e *env, r admin.Reader, res resource) error {
-	if o.source.socket == "" {
-		fmt.Fprintf(e.streams.ErrOut, "Warning: no process writes %s while cachectl reads it; watch changes through the owner's --socket\n", o.source.db)
-	}
 	ns := o.namespaceFor(res)
 	q := o.query(res, ns)
 	q.Index = ""

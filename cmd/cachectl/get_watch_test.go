@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/internal/admin/admintest"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // background runs cachectl until stop, which interrupts it (as Ctrl-C
@@ -51,13 +53,12 @@ func background(t *testing.T, args ...string) (stdout, stderr *lockedBuffer, sto
 // waitOutput waits until out contains want.
 func waitOutput(t *testing.T, out *lockedBuffer, want string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(out.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("output never contained %q; it is:\n%s", want, out.String())
+	testutil.EventuallyDiff(t, fmt.Sprintf("the output to contain %q", want), 20*time.Second, func() string {
+		if got := out.String(); !strings.Contains(got, want) {
+			return "it is:\n" + got
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return ""
+	})
 }
 
 func configMap(ns, name string, rv int, data map[string]string, labels map[string]string) *v1.ConfigMap {
@@ -106,19 +107,33 @@ func TestGetWatchTable(t *testing.T) {
 // out of the selector is DELETED, back into it ADDED.
 func TestGetWatchEvents(t *testing.T) {
 	s, sock := liveCache(t)
-	out, errOut, stop := background(t, "get", "configmaps", "-n", "team-x", "-l", "app=web", "--watch-only", "-o", "json", "--output-watch-events", "--socket", sock)
-	time.Sleep(300 * time.Millisecond) // the watch has listed (nothing) and waits
 	upsert := func(o interface{}) boltstore.Op { return boltstore.Op{Type: boltstore.OpUpsert, Obj: o} }
 	web := map[string]string{"app": "web"}
-	apply(t, s.ConfigMaps, 1001, upsert(configMap("team-x", "a", 1001, nil, web)))
+	// A marker the watch lists (and, with --watch-only, does not print):
+	// once a change to it is printed, the watch has listed and the
+	// changes below are all printed as events.
+	rv := 1000
+	apply(t, s.ConfigMaps, rv, upsert(configMap("team-x", "marker", rv, nil, web)))
+	out, errOut, stop := background(t, "get", "configmaps", "-n", "team-x", "-l", "app=web", "--watch-only", "-o", "json", "--output-watch-events", "--socket", sock)
+	testutil.Eventually(t, "a change to the marker printed", 20*time.Second, func() bool {
+		if strings.Contains(out.String(), `"name":"marker"`) {
+			return true
+		}
+		rv++
+		apply(t, s.ConfigMaps, rv, upsert(configMap("team-x", "marker", rv, map[string]string{"rv": strconv.Itoa(rv)}, web)))
+		return false
+	})
+	// The changes, at resourceVersions after the marker's.
+	at := func(n int) int { return rv + n }
+	apply(t, s.ConfigMaps, at(1), upsert(configMap("team-x", "a", at(1), nil, web)))
 	waitOutput(t, out, `"ADDED"`)
-	apply(t, s.ConfigMaps, 1002, upsert(configMap("team-x", "a", 1002, nil, map[string]string{"app": "db"})))
+	apply(t, s.ConfigMaps, at(2), upsert(configMap("team-x", "a", at(2), nil, map[string]string{"app": "db"})))
 	waitOutput(t, out, `"DELETED"`)
-	apply(t, s.ConfigMaps, 1003, upsert(configMap("team-x", "a", 1003, nil, web)))
-	apply(t, s.ConfigMaps, 1004, upsert(configMap("team-y", "b", 1004, nil, web)))
-	waitOutput(t, out, `"resourceVersion":"1003"`)
-	apply(t, s.ConfigMaps, 1005, upsert(configMap("team-x", "a", 1005, map[string]string{"k": "v"}, web)))
-	waitOutput(t, out, `"MODIFIED"`)
+	apply(t, s.ConfigMaps, at(3), upsert(configMap("team-x", "a", at(3), nil, web)))
+	apply(t, s.ConfigMaps, at(4), upsert(configMap("team-y", "b", at(4), nil, web)))
+	waitOutput(t, out, fmt.Sprintf(`"resourceVersion":"%d"`, at(3)))
+	apply(t, s.ConfigMaps, at(5), upsert(configMap("team-x", "a", at(5), map[string]string{"k": "v"}, web)))
+	waitOutput(t, out, fmt.Sprintf(`"resourceVersion":"%d"`, at(5)))
 	if code := stop(); code != 0 {
 		t.Errorf("exit %d, stderr %q", code, errOut.String())
 	}
@@ -137,9 +152,18 @@ func TestGetWatchEvents(t *testing.T) {
 		if err := dec.Decode(&ev); err != nil {
 			t.Fatalf("%v in:\n%s", err, out.String())
 		}
+		if ev.Object.Metadata.Name == "marker" {
+			if ev.Type != "MODIFIED" {
+				t.Errorf("the marker, listed before the watch began, printed as %s", ev.Type)
+			}
+			continue
+		}
 		got = append(got, ev.Type+" "+ev.Object.Kind+" "+ev.Object.Metadata.Namespace+"/"+ev.Object.Metadata.Name+" "+ev.Object.Metadata.ResourceVersion)
 	}
-	want := []string{"ADDED ConfigMap team-x/a 1001", "DELETED ConfigMap team-x/a 1002", "ADDED ConfigMap team-x/a 1003", "MODIFIED ConfigMap team-x/a 1005"}
+	want := []string{
+		fmt.Sprintf("ADDED ConfigMap team-x/a %d", at(1)), fmt.Sprintf("DELETED ConfigMap team-x/a %d", at(2)),
+		fmt.Sprintf("ADDED ConfigMap team-x/a %d", at(3)), fmt.Sprintf("MODIFIED ConfigMap team-x/a %d", at(5)),
+	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -162,15 +186,12 @@ func TestGetWatchEventColumn(t *testing.T) {
 	}
 }
 
-// TestGetWatchDB: a file read with --db lists, says that changes come
-// through a socket, and waits for Ctrl-C as kubectl does.
+// TestGetWatchDB: nothing can change a file cachectl reads with --db (a
+// writer waits for its lock), so -w with --db is an error at once, exit 1,
+// as kubectl refuses flags that cannot work, instead of a watch that waits
+// forever.
 func TestGetWatchDB(t *testing.T) {
-	out, errOut, stop := background(t, "get", "pods", "-w", "--db", fixtureFile)
-	waitOutput(t, out, "web-1")
-	if code := stop(); code != 0 {
-		t.Errorf("exit %d", code)
-	}
-	if !strings.Contains(errOut.String(), "watch changes through the owner's --socket") {
-		t.Errorf("stderr %q", errOut.String())
+	for _, args := range [][]string{{"get", "pods", "-w"}, {"get", "pods", "--watch-only"}} {
+		cachectl(t, append(args, "--db", fixtureFile)...).failed(t, 1, "--watch needs the owner's --socket", "no process can write "+fixtureFile+" while cachectl reads it with --db")
 	}
 }

@@ -88,5 +88,5 @@ func TestInfoPages(t *testing.T) {
 	if free, _ := strconv.Atoi(m[2]); free > 4 {
 		t.Fatalf("after compact: %s free pages, want a handful at most", m[2])
 	}
-	cachectl(t, "info", "--pages", "-o", "json", "--db", path).failed(t, 2, "--pages needs --db and the text output")
+	cachectl(t, "info", "--pages", "-o", "json", "--db", path).failed(t, 1, "--pages needs --db and the text output")
 }

@@ -35,6 +35,6 @@ func TestInfoLarge(t *testing.T) {
 }
 
 func TestInfoErrors(t *testing.T) {
-	cachectl(t, "info", "-o", "table", "--db", fixtureFile).failed(t, 2, `unknown output format "table"`)
-	cachectl(t, "info", "extra", "--db", fixtureFile).failed(t, 2, "info takes no arguments")
+	cachectl(t, "info", "-o", "table", "--db", fixtureFile).failed(t, 1, `unknown output format "table"`)
+	cachectl(t, "info", "extra", "--db", fixtureFile).failed(t, 1, "info takes no arguments")
 }

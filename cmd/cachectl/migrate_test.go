@@ -64,8 +64,8 @@ func TestMigrateFixtureIsCurrent(t *testing.T) {
 		t.Errorf("%q", r.stdout)
 	}
 	testutil.Unchanged(t, fixtureFile, before)
-	cachectl(t, "migrate", "--db", fixtureFile, "--to-version", "x").failed(t, 2, "--to-version")
-	cachectl(t, "migrate", "--db", fixtureFile, "--to-version", "vv1").failed(t, 2, "--to-version")
+	cachectl(t, "migrate", "--db", fixtureFile, "--to-version", "x").failed(t, 1, "--to-version")
+	cachectl(t, "migrate", "--db", fixtureFile, "--to-version", "vv1").failed(t, 1, "--to-version")
 }
 
 // TestMigrateToVersionAsInfoPrintsIt: --to-version takes "v0" (as info

@@ -118,8 +118,8 @@ func TestRekeyRefusesHeldFileAndBadInput(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cachectl(t, "rekey", "--db", path).failed(t, 2, "--encryption-key-file is required")
-	cachectl(t, "rekey", "--db", path, "--encryption-key-file", keys, "--batch", "0").failed(t, 2, "--batch")
+	cachectl(t, "rekey", "--db", path).failed(t, 1, "--encryption-key-file is required")
+	cachectl(t, "rekey", "--db", path, "--encryption-key-file", keys, "--batch", "0").failed(t, 1, "--batch")
 	loose := filepath.Join(t.TempDir(), "loose.yaml")
 	if err := os.WriteFile(loose, encryption.Format([]encryption.KeyConfig{genKey(t, "k")}), 0o644); err != nil {
 		t.Fatal(err)

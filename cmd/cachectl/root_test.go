@@ -25,13 +25,16 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// TestUsageErrors: a usage error is one line naming the mistake and the
+// help to read, and exits 1, as kubectl's do (its cmdutil.CheckErr, and
+// component-base's cli.Run for flag errors, exit 1 for every error).
 func TestUsageErrors(t *testing.T) {
-	cachectl(t, "gte").failed(t, 2, `unknown command "gte"`, `did you mean "get"?`)
-	cachectl(t, "--nope").failed(t, 2, "unknown flag: --nope")
+	cachectl(t, "gte").failed(t, 1, `unknown command "gte"`, `did you mean "get"?`)
+	cachectl(t, "--nope").failed(t, 1, "unknown flag: --nope")
 	// The flag belongs to the command meant: the name is the mistake.
-	cachectl(t, "inf", "--db", "x").failed(t, 2, `unknown command "inf" for "cachectl"`, `did you mean "info"?`)
-	cachectl(t, "snapshot", "sav", "x").failed(t, 2, `unknown command "sav"`, `did you mean "save"?`)
-	cachectl(t, "info", "--timeout", "0s", "--db", fixtureFile).failed(t, 2, "--timeout must be positive")
+	cachectl(t, "inf", "--db", "x").failed(t, 1, `unknown command "inf" for "cachectl"`, `did you mean "info"?`)
+	cachectl(t, "snapshot", "sav", "x").failed(t, 1, `unknown command "sav"`, `did you mean "save"?`)
+	cachectl(t, "info", "--timeout", "0s", "--db", fixtureFile).failed(t, 1, "--timeout must be positive")
 }
 
 func TestCompletion(t *testing.T) {
@@ -89,8 +92,8 @@ func TestPluginName(t *testing.T) {
 	if strings.Contains(r.stdout, "cachectl get") {
 		t.Errorf("help still says cachectl get:\n%s", r.stdout)
 	}
-	cachectlWith(t, plugin, "gte").failed(t, 2, `unknown command "gte" for "kubectl cache"`, "'kubectl cache --help'")
-	cachectlWith(t, plugin, "get", "pods", "--nope").failed(t, 2, "'kubectl cache get --help'")
+	cachectlWith(t, plugin, "gte").failed(t, 1, `unknown command "gte" for "kubectl cache"`, "'kubectl cache --help'")
+	cachectlWith(t, plugin, "get", "pods", "--nope").failed(t, 1, "'kubectl cache get --help'")
 	if r := cachectlWith(t, plugin, "get", "pods", "-o", "name", "--db", fixtureFile).ok(t); r.stdout != "pod/db-0\npod/web-0\npod/web-1\n" {
 		t.Errorf("get: %q", r.stdout)
 	}
@@ -111,6 +114,6 @@ func TestVersion(t *testing.T) {
 	if r := cachectl(t, "version", "-o", "yaml").ok(t); !strings.Contains(r.stdout, fmt.Sprintf("schemaVersion:\n  current: %d\n  oldestMigratable: 0\n", cachefile.Version)) {
 		t.Errorf("yaml: %q", r.stdout)
 	}
-	cachectl(t, "version", "-o", "xml").failed(t, 2, `unknown output format "xml"`)
-	cachectl(t, "version", "extra").failed(t, 2, "version takes no arguments")
+	cachectl(t, "version", "-o", "xml").failed(t, 1, `unknown output format "xml"`)
+	cachectl(t, "version", "extra").failed(t, 1, "version takes no arguments")
 }

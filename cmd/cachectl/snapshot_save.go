@@ -62,14 +62,14 @@ func (o *snapshotSaveOptions) run(ctx context.Context, e *env, path string) erro
 	}
 	defer r.Close()
 	if path == "-" {
-		return saveToStdout(ctx, e, r)
+		return o.source.socketError(saveToStdout(ctx, e, r))
 	}
 	if err := refuseExisting(path, o.force); err != nil {
 		return err
 	}
 	info, err := r.Info(ctx)
 	if err != nil {
-		return err
+		return o.source.socketError(err)
 	}
 	// The file's size bounds the copy's: a good enough total for progress.
 	prog := e.newProgress("saving snapshot to "+path, info.Size, true)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -60,7 +62,7 @@ func (o *sourceOptions) open(ctx context.Context) (admin.Reader, error) {
 	if o.socket != "" {
 		c, err := admin.Dial(ctx, o.socket, o.timeout)
 		if err != nil {
-			return nil, socketError(o.socket, err)
+			return nil, o.socketError(err)
 		}
 		return c, nil
 	}
@@ -77,7 +79,7 @@ func (o *sourceOptions) openInfo(ctx context.Context) (admin.Reader, *admin.Info
 	info, err := r.Info(ctx)
 	if err != nil {
 		r.Close()
-		return nil, nil, err
+		return nil, nil, o.socketError(err)
 	}
 	return r, info, nil
 }
@@ -108,11 +110,17 @@ func (o *sourceOptions) openError(err error) error {
 		return newError(cachefile.ErrLocked, "%s is locked by another process (waited %s); stop that process first (a read command can use its admin socket with --socket PATH)",
 			o.db, o.timeout)
 	}
+	if nf := notAFileError(o.db, o.socketAllowed); nf != nil {
+		return nf
+	}
 	return fileError(o.db, err)
 }
 
 // fileError says in one line what is wrong with a cache file.
 func fileError(path string, err error) error {
+	if nf := notAFileError(path, false); nf != nil {
+		return nf
+	}
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return newError(os.ErrNotExist, "cache file %s does not exist", path)
@@ -124,15 +132,65 @@ func fileError(path string, err error) error {
 	return err
 }
 
-// socketError says in one line what is wrong with an admin socket.
-func socketError(path string, err error) error {
+// notAFileError explains a --db that names a directory (and names the
+// cache file in it, if it holds one) or a unix socket (and, where the
+// command takes --socket, says to read through it); nil for anything else.
+func notAFileError(path string, socketFlag bool) error {
+	fi, err := os.Stat(path)
 	switch {
+	case err != nil:
+		return nil
+	case fi.IsDir():
+		switch files := boltFilesIn(path); len(files) {
+		case 0:
+			return newError(cachefile.ErrNotCacheFile, "--db %s is a directory, not a cache file, and holds none", path)
+		case 1:
+			return newError(cachefile.ErrNotCacheFile, "--db %s is a directory; the cache file in it is %s (--db %s)", path, files[0], files[0])
+		default:
+			return newError(cachefile.ErrNotCacheFile, "--db %s is a directory holding %d bbolt files; name one with --db: %s", path, len(files), strings.Join(files, ", "))
+		}
+	case fi.Mode()&os.ModeSocket != 0 && socketFlag:
+		return newError(cachefile.ErrNotCacheFile, "--db %s is a unix socket, not a cache file; read through it with --socket %s", path, path)
+	case fi.Mode()&os.ModeSocket != 0:
+		return newError(cachefile.ErrNotCacheFile, "--db %s is a unix socket (a process's admin socket?), not a cache file; name the cache file itself", path)
+	}
+	return nil
+}
+
+// boltFilesIn returns the paths of the bbolt files directly in dir, sorted:
+// the candidates for a --db that named the directory.
+func boltFilesIn(dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var files []string
+	for _, e := range entries {
+		if p := filepath.Join(dir, e.Name()); !e.IsDir() && cachefile.IsBoltFile(p) {
+			files = append(files, p)
+		}
+	}
+	return files
+}
+
+// socketError says in one line what is wrong with the admin socket; an
+// error that is not about the socket (or a --db source) is returned as it is.
+func (o *sourceOptions) socketError(err error) error {
+	path := o.socket
+	switch {
+	case path == "":
+		return err
 	case errors.Is(err, os.ErrNotExist):
 		return newError(os.ErrNotExist, "admin socket %s does not exist (is the process running with an admin socket?)", path)
 	case errors.Is(err, admin.ErrNoServer):
 		return newError(admin.ErrNoServer, "nothing is serving admin socket %s (the process is gone; read the file with --db)", path)
 	case errors.Is(err, admin.ErrNotSocket):
 		return newError(admin.ErrNotSocket, "--socket %s is not a unix socket (to read a cache file, use --db)", path)
+	case errors.Is(err, admin.ErrNoAnswer):
+		// Its file stays locked while it is stopped: --db on the file waits
+		// for the lock, a copy of it does not.
+		return newError(admin.ErrNoAnswer, "the process holding the cache file did not answer on admin socket %s within %s (--timeout): is it stopped or overloaded? "+
+			"A copy of its cache file (cp) can be read with --db", path, o.timeout)
 	}
 	return err
 }

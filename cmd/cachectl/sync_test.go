@@ -174,12 +174,12 @@ func getRVs(t *testing.T, flag, source, ns string) map[string]string {
 }
 
 func TestSyncBadInput(t *testing.T) {
-	cachectl(t, "sync", "--resource", "pods").failed(t, 2, "--db PATH is required")
-	cachectl(t, "sync", "--db", "x.db").failed(t, 2, "--resource is required")
-	cachectl(t, "sync", "--db", "x.db", "--resource", "pods", "-l", "a in (b").failed(t, 2, "bad label selector")
-	cachectl(t, "sync", "--db", "x.db", "--resource", "pods", "-n", "a", "-A").failed(t, 2, "mutually exclusive")
-	cachectl(t, "sync", "--db", "x.db", "--resource", "pods", "--logging-format", "xml").failed(t, 2, `--logging-format must be "text" or "json", got "xml"`)
-	cachectl(t, "sync", "--db", "x.db", "--resource", "pods", "-v=-1").failed(t, 2, "-v must not be negative")
+	cachectl(t, "sync", "--resource", "pods").failed(t, 1, "--db PATH is required")
+	cachectl(t, "sync", "--db", "x.db").failed(t, 1, "--resource is required")
+	cachectl(t, "sync", "--db", "x.db", "--resource", "pods", "-l", "a in (b").failed(t, 1, "bad label selector")
+	cachectl(t, "sync", "--db", "x.db", "--resource", "pods", "-n", "a", "-A").failed(t, 1, "mutually exclusive")
+	cachectl(t, "sync", "--db", "x.db", "--resource", "pods", "--logging-format", "xml").failed(t, 1, `--logging-format must be "text" or "json", got "xml"`)
+	cachectl(t, "sync", "--db", "x.db", "--resource", "pods", "-v=-1").failed(t, 1, "-v must not be negative")
 
 	cluster := testcluster.StartT(t)
 	kubeconfig := testutil.WriteKubeconfig(t, cluster.Config())

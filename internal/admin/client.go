@@ -24,6 +24,8 @@ import (
 type Client struct {
 	path string
 	http *http.Client
+	// timeout bounds the wait for each answer's headers.
+	timeout time.Duration
 }
 
 var _ Reader = (*Client)(nil)
@@ -69,7 +71,8 @@ func Dial(ctx context.Context, socketPath string, timeout time.Duration) (*Clien
 	}
 	_ = c.Close()
 	return &Client{
-		path: socketPath,
+		path:    socketPath,
+		timeout: timeout,
 		http: &http.Client{Transport: &http.Transport{
 			DialContext:           dial,
 			DisableKeepAlives:     true,
@@ -100,6 +103,12 @@ func (c *Client) get(ctx context.Context, escapedPath string, query url.Values) 
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err
+		}
+		// A stopped process still has its connections accepted by the
+		// kernel: the answer's headers never come.
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() && ctx.Err() == nil {
+			return nil, fmt.Errorf("%w: %s, within %s: %w", ErrNoAnswer, c.path, c.timeout, err)
 		}
 		return nil, fmt.Errorf("admin socket %s: %w", c.path, err)
 	}

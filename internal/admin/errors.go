@@ -21,7 +21,7 @@ var (
 	// may: a connect to it was not refused.
 	ErrSocketInUse = errors.New("admin socket is in use by another process")
 	// ErrNotSocket means the socket path exists and is not a unix socket.
-	ErrNotSocket = errors.New("path is not a unix socket")
+	ErrNotSocket = errors.New("admin socket path is not a unix socket")
 	// ErrSocketPath means the socket path is unusable (too long, no directory).
 	ErrSocketPath = errors.New("bad admin socket path")
 	// ErrUntrustedServer means the process serving the socket runs as
@@ -29,6 +29,10 @@ var (
 	ErrUntrustedServer = errors.New("admin socket is served by an untrusted user")
 	// ErrNoServer means nothing accepts connections on the socket (a stale socket).
 	ErrNoServer = errors.New("no process is serving the admin socket")
+	// ErrNoAnswer means the process serving the socket accepted the
+	// connection but did not answer within the client's timeout (stopped,
+	// or too busy).
+	ErrNoAnswer = errors.New("the process serving the admin socket did not answer")
 	// ErrProtocol means the server's answer was not what this client speaks.
 	ErrProtocol = errors.New("admin protocol error")
 	// ErrTruncated means a stream ended before the server said it was complete.
