@@ -27,7 +27,7 @@ var stepV2V3 = step{
 }
 
 func upV2V3(src *bolt.Tx, dst *bolt.DB, e *env) error {
-	return rewriteStores(src, dst, e, 3, func(_, key, v []byte) ([]byte, error) {
+	return rewriteStores(src, dst, e, 3, stateless(func(_, key, v []byte) ([]byte, error) {
 		rec, err := cachefile.DecodeRecordVersion(key, v, 2)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrLayout, err)
@@ -36,27 +36,29 @@ func upV2V3(src *bolt.Tx, dst *bolt.DB, e *env) error {
 			rec.Compression, rec.Payload = cachefile.CompressPayload(rec.Payload)
 		}
 		return cachefile.EncodeRecordVersion(key, rec, 3)
-	}, copyState)
+	}), copyState)
 }
 
 func downV2V3(src *bolt.Tx, dst *bolt.DB, e *env) error {
-	var buf []byte
-	return rewriteStores(src, dst, e, 2, func(store, key, v []byte) ([]byte, error) {
-		rec, err := cachefile.DecodeRecordVersion(key, v, 3)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrLayout, err)
-		}
-		if rec.Compression != cachefile.CompressionNone {
-			if rec.KeyID != "" {
-				return nil, fmt.Errorf("%w: store %s key %q is encrypted with key %q and its payload is compressed, which schema v2 cannot hold (rewrite it in plaintext first)",
-					ErrIrreversible, store, key, rec.KeyID)
-			}
-			if buf, err = cachefile.DecompressPayload(rec.Compression, rec.Payload, buf); err != nil {
+	return rewriteStores(src, dst, e, 2, func() recordFunc {
+		var buf []byte // this goroutine's decompression buffer
+		return func(store, key, v []byte) ([]byte, error) {
+			rec, err := cachefile.DecodeRecordVersion(key, v, 3)
+			if err != nil {
 				return nil, fmt.Errorf("%w: %w", ErrLayout, err)
 			}
-			rec.Compression, rec.Payload = cachefile.CompressionNone, buf
+			if rec.Compression != cachefile.CompressionNone {
+				if rec.KeyID != "" {
+					return nil, fmt.Errorf("%w: store %s key %q is encrypted with key %q and its payload is compressed, which schema v2 cannot hold (rewrite it in plaintext first)",
+						ErrIrreversible, store, key, rec.KeyID)
+				}
+				if buf, err = cachefile.DecompressPayload(rec.Compression, rec.Payload, buf); err != nil {
+					return nil, fmt.Errorf("%w: %w", ErrLayout, err)
+				}
+				rec.Compression, rec.Payload = cachefile.CompressionNone, buf
+			}
+			return cachefile.EncodeRecordVersion(key, rec, 2)
 		}
-		return cachefile.EncodeRecordVersion(key, rec, 2)
 	}, copyState)
 }
 
