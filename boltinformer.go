@@ -14,6 +14,8 @@ import (
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
 	"github.com/boltinformer/boltinformer/internal/admin"
+	"github.com/boltinformer/boltinformer/internal/failpoint"
+	"github.com/boltinformer/boltinformer/migrations"
 )
 
 // Options configure a Cache.
@@ -67,6 +69,13 @@ type Options struct {
 	// TightenFileMode sets an existing cache file that group or others can
 	// read or write to mode 0600 on Open; without it Open logs a warning.
 	TightenFileMode bool
+	// RefuseOlderSchema makes Open fail with an error wrapping
+	// cachefile.ErrNeedsMigration on a file of an older schema version,
+	// for operators who migrate by hand (cachectl migrate). By default
+	// Open migrates such a file in place before any informer starts, one
+	// crash-safe step at a time (package migrations), and the informers
+	// then resume from the stored resourceVersions.
+	RefuseOlderSchema bool
 }
 
 // CorruptionPolicy says what Open does with a damaged cache file (a
@@ -111,9 +120,11 @@ type Cache struct {
 	closed    bool
 }
 
-// Open opens (or creates) the cache file at path. It fails with a clear
-// error when the file is not a cache file, is locked by another process
-// beyond LockTimeout, or has a schema version this build cannot open.
+// Open opens (or creates) the cache file at path. A file of an older schema
+// version is migrated in place first (unless RefuseOlderSchema). Open fails
+// with a clear error when the file is not a cache file, is locked by
+// another process beyond LockTimeout, or cannot be opened by this build
+// and the options say to fail rather than start a new file.
 func Open(path string, opts Options) (*Cache, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -129,25 +140,13 @@ func Open(path string, opts Options) (*Cache, error) {
 	if err := prepareFileMode(path, opts.TightenFileMode, logger); err != nil {
 		return nil, err
 	}
-	// A new file is built without fsync until an informer on it has
-	// synced (the informer makes it durable before HasSynced is true); a
-	// crash before that leaves a marker, and the next Open rebuilds it.
-	dbOpts := cachefile.Options{LockTimeout: opts.LockTimeout, NoSync: opts.NoSync, Now: opts.Now, Unsynced: true, Logger: logger}
-	db, err := cachefile.Open(path, dbOpts)
-	var movedTo string
-	if errors.Is(err, cachefile.ErrCorruptFile) && opts.OnCorruption == RebuildOnCorruption {
-		movedTo = fmt.Sprintf("%s.corrupt-%s", path, opts.Now().UTC().Format("20060102T150405.000000000Z"))
-		if rerr := os.Rename(path, movedTo); rerr != nil {
-			return nil, fmt.Errorf("%w; moving it aside failed: %w", err, rerr)
-		}
-		logger.Error(err, "Cache file is damaged; moved it aside and starting a new one (every informer relists)", "path", path, "movedTo", movedTo)
-		db, err = cachefile.Open(path, dbOpts)
-	}
+	db, opened, err := openFile(path, opts, logger)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{db: db, opts: opts, keys: keys, informers: map[string]*Informer{}, logger: logger, loggerSet: loggerSet, movedTo: movedTo}
+	c := &Cache{db: db, opts: opts, keys: keys, informers: map[string]*Informer{}, logger: logger, loggerSet: loggerSet, movedTo: opened.movedTo}
 	c.metrics = newMetrics(c)
+	c.metrics.observeOpen(opened)
 	if opts.Registerer != nil {
 		if err := c.metrics.register(opts.Registerer); err != nil {
 			_ = db.Close()
@@ -164,6 +163,98 @@ func Open(path string, opts Options) (*Cache, error) {
 		c.admin = srv
 	}
 	return c, nil
+}
+
+// fileOpening is what openFile did to the file besides opening it.
+type fileOpening struct {
+	// upgrade is the migration to this build's schema, when one ran, and
+	// upgradeErr its error.
+	upgrade    *migrations.Report
+	upgradeErr error
+	// movedTo is where a file was moved aside before a new one was
+	// started, and rebuild the reason (a rebuildReason value).
+	movedTo, rebuild string
+}
+
+// Reasons a file is started again (the reason label of file_rebuilds_total).
+const (
+	rebuildCorrupt = "corrupt"
+)
+
+// openFile opens the cache file for writing. A file of an older schema is
+// migrated in place (Options.RefuseOlderSchema) and opened; a damaged one
+// is moved aside and started again when the options say so.
+func openFile(path string, opts Options, logger klog.Logger) (*cachefile.DB, fileOpening, error) {
+	var o fileOpening
+	// A new file is built without fsync until an informer on it has
+	// synced (the informer makes it durable before HasSynced is true); a
+	// crash before that leaves a marker, and the next Open rebuilds it.
+	dbOpts := cachefile.Options{LockTimeout: opts.LockTimeout, NoSync: opts.NoSync, Now: opts.Now, Unsynced: true, Logger: logger}
+	db, err := cachefile.Open(path, dbOpts)
+	if errors.Is(err, cachefile.ErrNeedsMigration) {
+		if opts.RefuseOlderSchema {
+			return nil, o, fmt.Errorf("%w (Options.RefuseOlderSchema is set: migrate it with cachectl migrate --db %s)", err, path)
+		}
+		rep, merr := upgrade(path, opts, logger)
+		o.upgrade, o.upgradeErr = &rep, merr
+		switch {
+		case merr == nil:
+			// Each step checked the file it wrote (bbolt's check and its
+			// schema's) before it replaced the old one: the meta pages
+			// are all that is left to validate.
+			reopen, meta := dbOpts, cachefile.ValidateMeta
+			reopen.Validate = &meta
+			db, err = cachefile.Open(path, reopen)
+		case damaged(merr):
+			err = fmt.Errorf("open %s: %w: migrating it from schema v%d failed: %w", path, cachefile.ErrCorruptFile, rep.From, merr)
+		default:
+			return nil, o, fmt.Errorf("open %s: %w", path, merr)
+		}
+	}
+	if errors.Is(err, cachefile.ErrCorruptFile) && opts.OnCorruption == RebuildOnCorruption {
+		movedTo := fmt.Sprintf("%s.corrupt-%s", path, opts.Now().UTC().Format("20060102T150405.000000000Z"))
+		if rerr := os.Rename(path, movedTo); rerr != nil {
+			return nil, o, fmt.Errorf("%w; moving it aside failed: %w", err, rerr)
+		}
+		logger.Error(err, "Cache file is damaged; moved it aside and starting a new one (every informer relists)", "path", path, "movedTo", movedTo)
+		o.movedTo, o.rebuild = movedTo, rebuildCorrupt
+		db, err = cachefile.Open(path, dbOpts)
+	}
+	if err != nil {
+		return nil, o, err
+	}
+	return db, o, nil
+}
+
+// upgrade migrates the file at path to this build's schema in place, and
+// logs what it did.
+func upgrade(path string, opts Options, logger klog.Logger) (migrations.Report, error) {
+	logger.Info("Cache file has an older schema; migrating it in place before the informers start",
+		"path", path, "to", fmt.Sprintf("v%d", cachefile.Version))
+	// cachefile.Open validated every page of the file a moment ago.
+	validated := cachefile.ValidateMeta
+	rep, err := migrations.Migrate(path, migrations.Options{LockTimeout: opts.LockTimeout, NoSync: opts.NoSync, Now: opts.Now, Logger: logger, Validate: &validated})
+	if err != nil {
+		logger.Error(err, "Migrating the cache file failed", "path", path, "from", fmt.Sprintf("v%d", rep.From),
+			"reached", fmt.Sprintf("v%d", rep.To), "duration", rep.Duration.Round(time.Millisecond))
+		return rep, err
+	}
+	logger.Info("Migrated the cache file", "path", path, "from", fmt.Sprintf("v%d", rep.From), "to", fmt.Sprintf("v%d", rep.To),
+		"stores", rep.Stores, "records", rep.Records, "duration", rep.Duration.Round(time.Millisecond))
+	failpoint.Inject("boltinformer.afterUpgrade") // migrated and synced, not yet opened
+	return rep, nil
+}
+
+// damaged reports whether a migration failed on what the file holds (its
+// layout, a record, the check of its result), as opposed to the lock, the
+// disk or a stop.
+func damaged(err error) bool {
+	for _, target := range []error{migrations.ErrLayout, migrations.ErrCheckFailed, cachefile.ErrCorruptFile, cachefile.ErrCorruptRecord, cachefile.ErrNotCacheFile} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
 }
 
 // MovedAside returns the path a damaged file was moved to when Open

@@ -311,7 +311,9 @@ func (db *DB) checkSchema() (created bool, err error) {
 	case version > Version:
 		return false, fmt.Errorf("open %s: %w: file is schema v%d, this build supports up to v%d", db.path, ErrNewerSchema, version, Version)
 	case version < Version:
-		return false, fmt.Errorf("open %s: %w: file is schema v%d, this build needs v%d (run: cachectl migrate --db %s)", db.path, ErrNeedsMigration, version, Version, db.path)
+		// No hint here: the caller knows how the file gets migrated
+		// (boltinformer.Open does it by itself, cachectl names its command).
+		return false, fmt.Errorf("open %s: %w: file is schema v%d, this build needs v%d", db.path, ErrNeedsMigration, version, Version)
 	}
 	if db.opts.ReadOnly {
 		return false, nil
