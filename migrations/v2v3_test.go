@@ -158,3 +158,39 @@ func TestRevertV3RefusesCompressedSealedRecords(t *testing.T) {
 		t.Fatal("a refused revert changed the file")
 	}
 }
+
+// TestRewriteStopsAtADamagedRecord: a record that fails its checksum in
+// the middle of a store of many conversion chunks stops the rewrite with
+// ErrLayout naming its key; the file is the v2 file it was, no work file
+// is left, and every converting goroutine has stopped (goleak, TestMain).
+func TestRewriteStopsAtADamagedRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	writeV2(t, path, 3000)
+	var damaged string
+	writeRaw(t, path, func(tx *bolt.Tx) error {
+		b, err := cachefile.StoreTx(tx, "pods")
+		if err != nil {
+			return err
+		}
+		c := b.Objects.Cursor()
+		k, v := c.First()
+		for range 1500 {
+			k, v = c.Next()
+		}
+		damaged = string(k)
+		v = append([]byte(nil), v...)
+		v[len(v)-1] ^= 0x40
+		return b.Objects.Put([]byte(damaged), v)
+	})
+	before := migrationstest.Dump(t, path)
+	_, err := migrations.Migrate(path, opts())
+	if !errors.Is(err, migrations.ErrLayout) || !strings.Contains(err.Error(), damaged) {
+		t.Fatalf("want ErrLayout naming %q, got %v", damaged, err)
+	}
+	if d := migrationstest.DiffDumps(before, migrationstest.Dump(t, path)); d != "" {
+		t.Fatalf("a failed rewrite changed the file:\n%s", d)
+	}
+	if l := leftovers(t, path); len(l) != 0 {
+		t.Fatalf("work files left: %v", l)
+	}
+}
