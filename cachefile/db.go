@@ -76,8 +76,10 @@ type DB struct {
 	// failed: the build can no longer be made durable (makeDurable). Only
 	// the commit loop (or Close, after it) reads and writes it.
 	syncFailed error
-	stop       chan struct{}
-	done       chan struct{}
+	// discarded: Open emptied a file its unsynced build had left unfinished.
+	discarded bool
+	stop      chan struct{}
+	done      chan struct{}
 
 	// closeOnce guards Close; closed is closed when Close starts.
 	closeOnce sync.Once
@@ -102,10 +104,10 @@ func Open(path string, opts Options) (*DB, error) {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = klog.Background()
 	}
-	var unsynced bool
+	var unsynced, discarded bool
 	if !opts.ReadOnly {
 		var err error
-		if unsynced, err = prepareUnsynced(path, opts.Unsynced && !opts.NoSync, opts.LockTimeout, opts.Logger); err != nil {
+		if unsynced, discarded, err = prepareUnsynced(path, opts.Unsynced && !opts.NoSync, opts.LockTimeout, opts.Logger); err != nil {
 			return nil, err
 		}
 	}
@@ -134,6 +136,7 @@ func Open(path string, opts Options) (*DB, error) {
 		closed:   make(chan struct{}),
 	}
 	db.unsynced.Store(unsynced)
+	db.discarded = discarded
 	if unsynced {
 		// Under the lock now: another Open that found the marker before
 		// this file existed removed it as stray; put it back before the
@@ -276,9 +279,13 @@ func lockedError(path string, timeout time.Duration) error {
 func (db *DB) checkSchema() (created bool, err error) {
 	var version uint64
 	var initialised bool
+	var compat Compat
 	err = db.view(func(tx *bolt.Tx) error {
 		var err error
-		version, initialised, err = SchemaVersion(tx)
+		if version, initialised, err = SchemaVersion(tx); err != nil || version == 0 {
+			return err
+		}
+		compat, err = ReadCompat(tx.Bucket(MetaBucket))
 		return err
 	})
 	if err != nil {
@@ -297,19 +304,19 @@ func (db *DB) checkSchema() (created bool, err error) {
 				return fmt.Errorf("initialise %s: %w", db.path, err)
 			}
 			now := db.opts.Now().UTC().Format(time.RFC3339)
-			for _, kv := range [][2][]byte{
+			for _, kv := range append([][2][]byte{
 				{MetaSchemaVersion, []byte(strconv.FormatUint(Version, 10))},
 				{MetaCreatedAt, []byte(now)},
 				{MetaWriterVersion, []byte(WriterVersion)},
-			} {
+			}, CompatEntries(Version)...) {
 				if err := meta.Put(kv[0], kv[1]); err != nil {
 					return fmt.Errorf("initialise %s: %w", db.path, err)
 				}
 			}
 			return nil
 		})
-	case version > Version:
-		return false, fmt.Errorf("open %s: %w: file is schema v%d, this build supports up to v%d", db.path, ErrNewerSchema, version, Version)
+	case version > Version && (db.opts.ReadOnly && !compat.Readable() || !db.opts.ReadOnly && !compat.Writable()):
+		return false, &SchemaError{Path: db.path, Compat: compat, Write: !db.opts.ReadOnly}
 	case version < Version:
 		// No hint here: the caller knows how the file gets migrated
 		// (boltinformer.Open does it by itself, cachectl names its command).
@@ -319,7 +326,19 @@ func (db *DB) checkSchema() (created bool, err error) {
 		return false, nil
 	}
 	return false, db.bolt.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(MetaBucket).Put(MetaWriterVersion, []byte(WriterVersion))
+		meta := tx.Bucket(MetaBucket)
+		entries := [][2][]byte{{MetaWriterVersion, []byte(WriterVersion)}}
+		if version == Version {
+			// A newer file keeps the minimums its writer chose; a file of
+			// this schema written before they existed gets them.
+			entries = append(entries, CompatEntries(Version)...)
+		}
+		for _, kv := range entries {
+			if err := meta.Put(kv[0], kv[1]); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

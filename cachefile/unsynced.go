@@ -51,34 +51,35 @@ func notDurableError(path string) error {
 // file is emptied under its exclusive lock) and is removed. Then, when
 // want is set and there is no file yet (or an empty one: nothing in it to
 // lose), it creates and fsyncs the marker and the directory, and reports
-// that this open builds the file unsynced.
-func prepareUnsynced(path string, want bool, timeout time.Duration, logger logr.Logger) (unsynced bool, err error) {
+// that this open builds the file unsynced. discarded reports that it
+// emptied a file.
+func prepareUnsynced(path string, want bool, timeout time.Duration, logger logr.Logger) (unsynced, discarded bool, err error) {
 	marked, err := unsyncedMarker(path)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	if marked {
-		if err := discardUnsynced(path, timeout, logger); err != nil {
-			return false, err
+		if discarded, err = discardUnsynced(path, timeout, logger); err != nil {
+			return false, false, err
 		}
 	}
 	if !want {
-		return false, nil
+		return false, discarded, nil
 	}
 	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return false, fmt.Errorf("open cache file %s: %w", path, err)
+		return false, discarded, fmt.Errorf("open cache file %s: %w", path, err)
 	case !fi.Mode().IsRegular() || fi.Size() != 0:
 		// A file with data, or a symlink whose target's marker would not
 		// sit beside it: built (or kept) durable.
-		return false, nil
+		return false, discarded, nil
 	}
 	if err := writeMarker(path); err != nil {
-		return false, err
+		return false, discarded, err
 	}
-	return true, nil
+	return true, discarded, nil
 }
 
 // writeMarker creates the marker of path, holding the file's base name,
@@ -125,44 +126,44 @@ func RemoveMarker(path string) error {
 // waiting for the lock opens the same file) and fsyncs it, logs which file
 // was discarded, and removes the marker. A file without a marker is never
 // touched here.
-func discardUnsynced(path string, timeout time.Duration, logger logr.Logger) error {
+func discardUnsynced(path string, timeout time.Duration, logger logr.Logger) (discarded bool, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The marker may be another writer's, written just before it
 		// creates the file: it stays. A stale one is removed by the open
 		// that creates the file (dropStaleMarker) or replaced by an
 		// unsynced build's own.
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("open cache file %s: %w", path, err)
+		return false, fmt.Errorf("open cache file %s: %w", path, err)
 	}
 	defer f.Close()
 	if err := flockExclusive(f, path, timeout); err != nil {
-		return err
+		return false, err
 	}
 	// Under the lock: the writer that made the marker may have made the
 	// file durable and removed it while this process waited.
 	marked, err := unsyncedMarker(path)
 	if err != nil || !marked {
-		return err
+		return false, err
 	}
 	if err := markerNames(path, f); err != nil {
-		return err
+		return false, err
 	}
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("stat %s: %w", path, err)
+		return false, fmt.Errorf("stat %s: %w", path, err)
 	}
 	if err := f.Truncate(0); err != nil {
-		return fmt.Errorf("discard %s: %w", path, err)
+		return false, fmt.Errorf("discard %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("discard %s: %w", path, err)
+		return false, fmt.Errorf("discard %s: %w", path, err)
 	}
 	logger.Error(ErrNotDurable, "Discarded a cache file that was being built without fsync when its writer stopped (it may be torn); starting it again from a full LIST",
 		"path", path, "marker", MarkerPath(path), "discardedBytes", fi.Size())
-	return RemoveMarker(path)
+	return fi.Size() > 0, RemoveMarker(path)
 }
 
 // dropStaleMarker removes a marker found beside a file this open has just
@@ -195,6 +196,11 @@ func markerNames(path string, f *os.File) error {
 	}
 	return nil
 }
+
+// DiscardedUnsynced reports whether Open emptied the file because its
+// unsynced build had been left unfinished (it may have been torn): every
+// store of it starts again from a LIST.
+func (db *DB) DiscardedUnsynced() bool { return db.discarded }
 
 // Unsynced reports whether the file is still being built without fsync
 // (Options.Unsynced on a new file, before MakeDurable).

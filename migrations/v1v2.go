@@ -107,6 +107,9 @@ func rewriteStores(src *bolt.Tx, dst *bolt.DB, e *env, to uint64,
 	}
 	metaPath := [][]byte{cachefile.MetaBucket}
 	err := meta.ForEach(func(k, v []byte) error {
+		if cachefile.IsCompatKey(k) {
+			return nil // what version to allows, written below
+		}
 		if bytes.Equal(k, cachefile.MetaSchemaVersion) {
 			v = []byte(strconv.FormatUint(to, 10))
 		}
@@ -117,6 +120,11 @@ func rewriteStores(src *bolt.Tx, dst *bolt.DB, e *env, to uint64,
 	})
 	if err != nil {
 		return err
+	}
+	for _, kv := range cachefile.CompatEntries(to) {
+		if err := w.put(metaPath, kv[0], kv[1]); err != nil {
+			return err
+		}
 	}
 	stores := src.Bucket(cachefile.StoresBucket)
 	if stores == nil {
