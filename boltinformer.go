@@ -3,7 +3,10 @@ package boltinformer
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,6 +79,16 @@ type Options struct {
 	// crash-safe step at a time (package migrations), and the informers
 	// then resume from the stored resourceVersions.
 	RefuseOlderSchema bool
+	// RefuseNewerSchema makes Open fail with an error wrapping
+	// cachefile.ErrNewerSchema on a file that a newer build wrote with
+	// changes this build cannot write (its minimum writer version is
+	// newer than cachefile.Version). By default Open moves such a file
+	// aside as PATH.newer-vN-TIMESTAMP, keeping only the last one, logs it
+	// at error level, counts it in file_rebuilds_total{reason="newer_schema"}
+	// and starts a new file that every informer relists: a rollback costs
+	// a relist, never a crash loop. A newer file this build can write (it
+	// only added what this build may ignore) is opened as it is.
+	RefuseNewerSchema bool
 }
 
 // CorruptionPolicy says what Open does with a damaged cache file (a
@@ -178,7 +191,9 @@ type fileOpening struct {
 
 // Reasons a file is started again (the reason label of file_rebuilds_total).
 const (
-	rebuildCorrupt = "corrupt"
+	rebuildCorrupt     = "corrupt"
+	rebuildNewerSchema = "newer_schema"
+	rebuildNotDurable  = "not_durable"
 )
 
 // openFile opens the cache file for writing. A file of an older schema is
@@ -211,9 +226,20 @@ func openFile(path string, opts Options, logger klog.Logger) (*cachefile.DB, fil
 			return nil, o, fmt.Errorf("open %s: %w", path, merr)
 		}
 	}
+	var newer *cachefile.SchemaError
+	if errors.As(err, &newer) && !opts.RefuseNewerSchema {
+		movedTo, serr := setAside(path, fmt.Sprintf("newer-v%d", newer.Compat.Version), "newer-v", opts.Now())
+		if serr != nil {
+			return nil, o, fmt.Errorf("%w; moving it aside failed: %w", err, serr)
+		}
+		logger.Error(err, "Cache file was written by a newer build with changes this build cannot write; moved it aside and starting a new one (every informer relists)",
+			"path", path, "movedTo", movedTo, "fileSchema", newer.Compat.String(), "buildSchema", fmt.Sprintf("v%d", cachefile.Version))
+		o.movedTo, o.rebuild = movedTo, rebuildNewerSchema
+		db, err = cachefile.Open(path, dbOpts)
+	}
 	if errors.Is(err, cachefile.ErrCorruptFile) && opts.OnCorruption == RebuildOnCorruption {
-		movedTo := fmt.Sprintf("%s.corrupt-%s", path, opts.Now().UTC().Format("20060102T150405.000000000Z"))
-		if rerr := os.Rename(path, movedTo); rerr != nil {
+		movedTo, rerr := setAside(path, "corrupt", "", opts.Now())
+		if rerr != nil {
 			return nil, o, fmt.Errorf("%w; moving it aside failed: %w", err, rerr)
 		}
 		logger.Error(err, "Cache file is damaged; moved it aside and starting a new one (every informer relists)", "path", path, "movedTo", movedTo)
@@ -223,7 +249,41 @@ func openFile(path string, opts Options, logger klog.Logger) (*cachefile.DB, fil
 	if err != nil {
 		return nil, o, err
 	}
+	if db.DiscardedUnsynced() && o.rebuild == "" {
+		o.rebuild = rebuildNotDurable
+	}
 	return db, o, nil
+}
+
+// setAside renames the file path names (following a symbolic link, which
+// then names the new file Open creates) to NAME.KIND-TIMESTAMP beside it.
+// With a family, it removes the other files set aside as NAME.FAMILY*, so
+// that a fleet rolled back and forth leaves one copy, not one per start.
+func setAside(path, kind, family string, now time.Time) (string, error) {
+	real, err := cachefile.Resolve(path)
+	if err != nil {
+		return "", err
+	}
+	movedTo := fmt.Sprintf("%s.%s-%s", real, kind, now.UTC().Format("20060102T150405.000000000Z"))
+	if err := os.Rename(real, movedTo); err != nil {
+		return "", err
+	}
+	if family == "" {
+		return movedTo, nil
+	}
+	dir, prefix := filepath.Dir(real), filepath.Base(real)+"."+family
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return movedTo, err
+	}
+	for _, e := range entries {
+		if name := e.Name(); strings.HasPrefix(name, prefix) && filepath.Join(dir, name) != movedTo && e.Type().IsRegular() {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return movedTo, err
+			}
+		}
+	}
+	return movedTo, nil
 }
 
 // upgrade migrates the file at path to this build's schema in place, and
@@ -257,8 +317,9 @@ func damaged(err error) bool {
 	return false
 }
 
-// MovedAside returns the path a damaged file was moved to when Open
-// rebuilt it (RebuildOnCorruption), or "".
+// MovedAside returns the path Open moved the file to before it started a
+// new one (a damaged file with RebuildOnCorruption, or one of a newer
+// schema this build cannot write), or "".
 func (c *Cache) MovedAside() string { return c.movedTo }
 
 // informerList returns a copy of the cache's informers, in no order.

@@ -70,7 +70,7 @@ var (
 		reflector.RelistRVAhead, reflector.RelistClusterChanged, reflector.RelistDamagedRecord}
 	replayLabels = []string{replayWarmStart, replayHandlerAdded}
 	// rebuildLabels are the reasons Open starts a file again.
-	rebuildLabels = []string{rebuildCorrupt}
+	rebuildLabels = []string{rebuildCorrupt, rebuildNewerSchema, rebuildNotDurable}
 )
 
 // Values of the result label of file_migrations_total.
@@ -138,7 +138,7 @@ func newMetrics(c *Cache) *metrics {
 		Help: "Time Open spent migrating the cache file to this build's schema, by the schema versions before and after.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)},
 		[]string{"from", "to"})
 	m.fileRebuilds = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "file_rebuilds_total",
-		Help: "Cache files Open moved aside or discarded and started again, every informer relisting, by reason: corrupt (a damaged file, RebuildOnCorruption)."},
+		Help: "Cache files Open moved aside or emptied and started again, every informer relisting, by reason: corrupt (damaged, RebuildOnCorruption), newer_schema (a newer build's that this build cannot write), not_durable (built without fsync by a writer that stopped)."},
 		[]string{"reason"})
 	oldest, current := migrations.Versions()
 	for v := oldest; v < current; v++ {

@@ -47,7 +47,7 @@ var wantFamilies = map[string]struct {
 	"boltinformer_db_file_size_bytes":            {dto.MetricType_GAUGE, "Size of the cache file."},
 	"boltinformer_file_migrations_total":         {dto.MetricType_COUNTER, "Migrations of the cache file to this build's schema that Open ran, by the schema versions before and after and the result (ok, failed)."},
 	"boltinformer_file_migration_seconds":        {dto.MetricType_HISTOGRAM, "Time Open spent migrating the cache file to this build's schema, by the schema versions before and after."},
-	"boltinformer_file_rebuilds_total":           {dto.MetricType_COUNTER, "Cache files Open moved aside or discarded and started again, every informer relisting, by reason: corrupt (a damaged file, RebuildOnCorruption)."},
+	"boltinformer_file_rebuilds_total":           {dto.MetricType_COUNTER, "Cache files Open moved aside or emptied and started again, every informer relisting, by reason: corrupt (damaged, RebuildOnCorruption), newer_schema (a newer build's that this build cannot write), not_durable (built without fsync by a writer that stopped)."},
 	"boltinformer_db_freelist_pages":             {dto.MetricType_GAUGE, "Pages on bbolt's freelist: free pages are reused by later commits (cachectl compact returns them to the filesystem); pending pages were freed by a commit and are still visible to an open read transaction."},
 }
 

@@ -31,7 +31,8 @@ import (
 )
 
 // requestLog is a ListerWatcher that records each request, as
-// `LIST rv="" limit=N` and `WATCH rv="X"`, before passing it on.
+// `LIST rv="" limit=N`, `WATCH rv="X"` and, for a WatchList,
+// `WATCH rv="" sendInitialEvents`, before passing it on.
 type requestLog struct {
 	lw cache.ListerWatcherWithContext
 
@@ -65,7 +66,11 @@ func (r *requestLog) ListWithContext(ctx context.Context, o metav1.ListOptions) 
 }
 
 func (r *requestLog) WatchWithContext(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-	r.record(fmt.Sprintf("WATCH rv=%q", o.ResourceVersion))
+	s := fmt.Sprintf("WATCH rv=%q", o.ResourceVersion)
+	if o.SendInitialEvents != nil && *o.SendInitialEvents {
+		s += " sendInitialEvents"
+	}
+	r.record(s)
 	return r.lw.WatchWithContext(ctx, o)
 }
 
