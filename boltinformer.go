@@ -309,7 +309,7 @@ func upgrade(path string, opts Options, logger klog.Logger) (migrations.Report, 
 // layout, a record, the check of its result), as opposed to the lock, the
 // disk or a stop.
 func damaged(err error) bool {
-	for _, target := range []error{migrations.ErrLayout, migrations.ErrCheckFailed, cachefile.ErrCorruptFile, cachefile.ErrCorruptRecord, cachefile.ErrNotCacheFile} {
+	for _, target := range []error{migrations.ErrLayout, migrations.ErrCheckFailed, cachefile.ErrCorruptFile, cachefile.ErrCorruptRecord} {
 		if errors.Is(err, target) {
 			return true
 		}
