@@ -6,7 +6,7 @@ import bolt "go.etcd.io/bbolt"
 //
 //	meta/                      schema version, min reader and writer versions (compat.go), created-at, writer version
 //	stores/<store name>/
-//	    state/                 rv, rv-updated-at, count, cluster, identity, indexers, relist marker, updated-at
+//	    state/                 rv, rv-updated-at, count, cluster, identity, indexers, relist marker, updated-at, used-at
 //	    objects/               key → record (see record.go)
 //	    idx/<index name>/      value 0x00 key → empty
 //	    seen/                  keys seen by the relist in progress (exists only during a relist)
@@ -95,6 +95,9 @@ var (
 	StateRelist = []byte("relist")
 	// StateUpdatedAt is the RFC 3339 time of the last commit to the store (since v1).
 	StateUpdatedAt = []byte("updated-at")
+	// StateUsedAt is the RFC 3339 time a program last opened the store for
+	// writing (since v3; a build from before it ignores it, see prune.go).
+	StateUsedAt = []byte("used-at")
 )
 
 // IndexSeparator separates the indexed value from the object key in an index
