@@ -89,6 +89,17 @@ type Options struct {
 	// a relist, never a crash loop. A newer file this build can write (it
 	// only added what this build may ignore) is opened as it is.
 	RefuseNewerSchema bool
+	// DropStoresUnusedFor, when positive, makes Open drop the stores of
+	// the file that no program has used for that long: a new version of a
+	// program that changes a store's name, namespace or selectors leaves
+	// the old store behind, and it would stay in the file for good. A
+	// store is in use while it is written (every commit, bookmarks
+	// included) and whenever an informer opens it. Open runs before this
+	// process makes any informer, so it never drops a store an informer
+	// of this process uses; a store whose informer went longer than this
+	// without a single commit is dropped at the next start and relisted
+	// once. cachectl prune drops stores by hand.
+	DropStoresUnusedFor time.Duration
 }
 
 // CorruptionPolicy says what Open does with a damaged cache file (a
@@ -156,6 +167,12 @@ func Open(path string, opts Options) (*Cache, error) {
 	db, opened, err := openFile(path, opts, logger)
 	if err != nil {
 		return nil, err
+	}
+	if opts.DropStoresUnusedFor > 0 {
+		if err := dropUnusedStores(db, opts.DropStoresUnusedFor, logger); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
 	}
 	c := &Cache{db: db, opts: opts, keys: keys, informers: map[string]*Informer{}, logger: logger, loggerSet: loggerSet, movedTo: opened.movedTo}
 	c.metrics = newMetrics(c)
@@ -303,6 +320,20 @@ func upgrade(path string, opts Options, logger klog.Logger) (migrations.Report, 
 		"stores", rep.Stores, "records", rep.Records, "duration", rep.Duration.Round(time.Millisecond))
 	failpoint.Inject("boltinformer.afterUpgrade") // migrated and synced, not yet opened
 	return rep, nil
+}
+
+// dropUnusedStores drops the stores of db no program has used for
+// unusedFor (Options.DropStoresUnusedFor), and logs each.
+func dropUnusedStores(db *cachefile.DB, unusedFor time.Duration, logger klog.Logger) error {
+	rep, err := db.PruneStores(cachefile.PruneOptions{UnusedFor: unusedFor})
+	if err != nil {
+		return err
+	}
+	for _, u := range rep.Dropped {
+		logger.Info("Dropped a store no program has used for longer than DropStoresUnusedFor", "path", db.Path(), "store", u.Name,
+			"objects", u.Objects, "lastUsed", u.LastUsed, "unusedFor", unusedFor)
+	}
+	return nil
 }
 
 // damaged reports whether a migration failed on what the file holds (its
