@@ -1,6 +1,7 @@
 package migrations
 
 import (
+	"bytes"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -59,13 +60,23 @@ func downV2V3(src *bolt.Tx, dst *bolt.DB, e *env) error {
 			}
 			return cachefile.EncodeRecordVersion(key, rec, 2)
 		}
-	}, copyState)
+	}, copyStateV2)
 }
 
-// copyState copies a store's state as it is (v2 and v3 have the same).
+// copyState copies a store's state as it is: v3 has v2's state keys.
 func copyState(state *bolt.Bucket, _ int, put func(k, v []byte) error) error {
 	return state.ForEach(func(k, v []byte) error {
 		if v == nil {
+			return nil
+		}
+		return put(k, v)
+	})
+}
+
+// copyStateV2 copies a v3 store's state without the keys v3 added (used-at).
+func copyStateV2(state *bolt.Bucket, count int, put func(k, v []byte) error) error {
+	return copyState(state, count, func(k, v []byte) error {
+		if bytes.Equal(k, cachefile.StateUsedAt) {
 			return nil
 		}
 		return put(k, v)
