@@ -62,6 +62,9 @@ type Options struct {
 type DB struct {
 	bolt *bolt.DB
 	path string
+	// file is the file path names, symbolic links followed: its marker
+	// (unsynced.go) sits beside it.
+	file string
 	opts Options
 
 	// requests feeds the commit loop; stop and done end it (Close).
@@ -104,10 +107,15 @@ func Open(path string, opts Options) (*DB, error) {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = klog.Background()
 	}
+	// The marker of an unsynced build sits beside the file, not beside a
+	// link to it: every process finds it whichever path it opens.
+	file, err := Resolve(path)
+	if err != nil {
+		return nil, fmt.Errorf("open cache file %s: %w", path, err)
+	}
 	var unsynced, discarded bool
 	if !opts.ReadOnly {
-		var err error
-		if unsynced, discarded, err = prepareUnsynced(path, opts.Unsynced && !opts.NoSync, opts.LockTimeout, opts.Logger); err != nil {
+		if unsynced, discarded, err = prepareUnsynced(file, opts.Unsynced && !opts.NoSync, opts.LockTimeout, opts.Logger); err != nil {
 			return nil, err
 		}
 	}
@@ -128,6 +136,7 @@ func Open(path string, opts Options) (*DB, error) {
 	db := &DB{
 		bolt:     b,
 		path:     path,
+		file:     file,
 		opts:     opts,
 		requests: make(chan *Write),
 		durable:  make(chan chan error),
@@ -141,7 +150,7 @@ func Open(path string, opts Options) (*DB, error) {
 		// Under the lock now: another Open that found the marker before
 		// this file existed removed it as stray; put it back before the
 		// first unsynced commit.
-		if err := ensureMarker(path); err != nil {
+		if err := ensureMarker(file); err != nil {
 			_ = b.Close()
 			return nil, err
 		}
@@ -153,7 +162,7 @@ func Open(path string, opts Options) (*DB, error) {
 		// while this one waited guards pages still in the page cache (a
 		// process that dies does not tear its file): one fsync makes them
 		// durable, and the file is kept.
-		marked, merr := unsyncedMarker(path)
+		marked, merr := unsyncedMarker(file)
 		switch {
 		case merr != nil:
 			err = merr
@@ -163,7 +172,7 @@ func Open(path string, opts Options) (*DB, error) {
 		}
 	}
 	if err == nil && created && !unsynced {
-		err = dropStaleMarker(path)
+		err = dropStaleMarker(file)
 	}
 	if err != nil {
 		_ = b.Close()
@@ -235,9 +244,13 @@ func OpenBolt(path string, opts BoltOptions) (*bolt.DB, error) {
 	}
 	if !opts.markerChecked {
 		// Under bbolt's lock, so a writer building the file is not running.
-		marked, err := unsyncedMarker(path)
+		file, err := Resolve(path)
+		var marked bool
+		if err == nil {
+			marked, err = unsyncedMarker(file)
+		}
 		if err == nil && marked {
-			err = notDurableError(path)
+			err = notDurableError(path, file)
 		}
 		if err != nil {
 			_ = b.Close()

@@ -22,43 +22,80 @@ import (
 // file and only then removes the marker. A writable Open that finds the
 // marker beside an existing file discards that file and starts it again
 // (a cold start, one LIST); every other open refuses it (ErrNotDurable).
+// The marker sits beside the file itself, whatever symbolic link a
+// process opens it through (Open resolves the path first).
+//
+// A marker holds its file's base name, and writeMarker returns only once
+// the marker and its directory entry are fsynced; the file is created, and
+// its first commit without fsync made, only after that. A marker that is
+// empty therefore never reached the disk whole (a power loss between its
+// creation and its fsync), and no commit without fsync was made under it:
+// the file beside it is absent, empty, or as durable as a file without a
+// marker. An empty marker is no marker: every open ignores it, and a
+// writable open removes it and keeps the file.
 
 // UnsyncedSuffix is appended to a cache file's path to name its marker.
 const UnsyncedSuffix = ".unsynced"
 
-// MarkerPath returns the path of the marker of the cache file at path.
+// MarkerPath returns the path of the marker of the cache file at path
+// (symbolic links resolved: see Resolve).
 func MarkerPath(path string) string { return path + UnsyncedSuffix }
 
-// unsyncedMarker reports whether the marker of path exists.
+// unsyncedMarker reports whether a marker of path that names a file
+// exists: an empty one guards nothing.
 func unsyncedMarker(path string) (bool, error) {
-	_, err := os.Lstat(MarkerPath(path))
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
-	}
-	return false, fmt.Errorf("look for marker %s: %w", MarkerPath(path), err)
+	exists, empty, err := readMarker(path)
+	return exists && !empty, err
 }
 
-// notDurableError is the error for a file whose marker says it may be torn.
-func notDurableError(path string) error {
-	return fmt.Errorf("open %s: %w: marker %s exists, the file was being built without fsync when its writer stopped (a writable open discards it and rebuilds it with a LIST)", path, ErrNotDurable, MarkerPath(path))
+// readMarker reports whether the marker of path exists, and whether it is
+// empty.
+func readMarker(path string) (exists, empty bool, err error) {
+	b, err := os.ReadFile(MarkerPath(path))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, false, nil
+	case err != nil:
+		return false, false, fmt.Errorf("look for marker %s: %w", MarkerPath(path), err)
+	}
+	return true, strings.TrimSpace(string(b)) == "", nil
+}
+
+// removeEmptyMarker removes the empty marker of path, keeping the file.
+func removeEmptyMarker(path string, logger logr.Logger) error {
+	if err := RemoveMarker(path); err != nil {
+		return err
+	}
+	logger.Info("Removed an empty unsynced marker: its write never reached the disk, so nothing was written without fsync under it; the cache file is kept",
+		"path", path, "marker", MarkerPath(path))
+	return nil
+}
+
+// notDurableError is the error for the file at path (file, links
+// followed) whose marker says it may be torn.
+func notDurableError(path, file string) error {
+	return fmt.Errorf("open %s: %w: marker %s exists, the file was being built without fsync when its writer stopped (a writable open discards it and rebuilds it with a LIST)", path, ErrNotDurable, MarkerPath(file))
 }
 
 // prepareUnsynced runs before a writable Open maps the file. A marker left
 // by an unsynced build that did not finish discards what it guarded (the
-// file is emptied under its exclusive lock) and is removed. Then, when
+// file is emptied under its exclusive lock) and is removed; an empty
+// marker guarded nothing and is removed alone. Then, when
 // want is set and there is no file yet (or an empty one: nothing in it to
 // lose), it creates and fsyncs the marker and the directory, and reports
 // that this open builds the file unsynced. discarded reports that it
 // emptied a file.
 func prepareUnsynced(path string, want bool, timeout time.Duration, logger logr.Logger) (unsynced, discarded bool, err error) {
-	marked, err := unsyncedMarker(path)
+	marked, empty, err := readMarker(path)
 	if err != nil {
 		return false, false, err
 	}
-	if marked {
+	switch {
+	case marked && empty:
+		if err := removeEmptyMarker(path, logger); err != nil {
+			return false, false, err
+		}
+	case marked:
 		if discarded, err = discardUnsynced(path, timeout, logger); err != nil {
 			return false, false, err
 		}
@@ -72,8 +109,7 @@ func prepareUnsynced(path string, want bool, timeout time.Duration, logger logr.
 	case err != nil:
 		return false, discarded, fmt.Errorf("open cache file %s: %w", path, err)
 	case !fi.Mode().IsRegular() || fi.Size() != 0:
-		// A file with data, or a symlink whose target's marker would not
-		// sit beside it: built (or kept) durable.
+		// A file with data (or not a file at all): kept durable.
 		return false, discarded, nil
 	}
 	if err := writeMarker(path); err != nil {
@@ -242,7 +278,7 @@ func (db *DB) makeDurable() error {
 		return db.syncFailed
 	}
 	failpoint.Inject("cachefile.beforeRemoveMarker")
-	if err := RemoveMarker(db.path); err != nil {
+	if err := RemoveMarker(db.file); err != nil {
 		return fmt.Errorf("make %s durable: %w", db.path, err)
 	}
 	db.bolt.NoSync, db.bolt.NoGrowSync = db.opts.NoSync, db.opts.NoSync
