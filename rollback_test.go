@@ -126,3 +126,30 @@ func TestOpenSetsAsideANewerFileItCannotWrite(t *testing.T) {
 		t.Fatalf("the new file is v%d, want v%d", v, cachefile.Version)
 	}
 }
+
+// TestSetAsideThroughALink: a file opened through a symbolic link is set
+// aside beside the file it names, and the link then names the new file.
+func TestSetAsideThroughALink(t *testing.T) {
+	real := writeFixture(t, cachefile.Version)
+	stampNewer(t, real, cachefile.Version+2, cachefile.Version+2, cachefile.Version+2)
+	link := filepath.Join(t.TempDir(), "cache.db")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	c, err := boltinformer.Open(link, boltinformer.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if moved := setAsideFiles(t, real); len(moved) != 1 || moved[0] != c.MovedAside() {
+		t.Fatalf("set aside %v (MovedAside %q), want one beside %s", moved, c.MovedAside(), real)
+	}
+	if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the link was replaced: %v", err)
+	}
+	if v := migrationstest.SchemaVersion(t, real); v != cachefile.Version {
+		t.Fatalf("the link names a v%d file, want the new v%d one", v, cachefile.Version)
+	}
+}
