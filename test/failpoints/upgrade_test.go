@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -95,9 +96,9 @@ func resumeFixture(t *testing.T, path string) {
 	want := h.StateAt(h.Final())
 	testutil.EventuallyDiff(t, "the store to reach the history's end", time.Minute, func() string {
 		got := map[string]string{}
-		for _, k := range inf.GetStore().ListKeys() {
-			o, _, _ := inf.GetStore().GetByKey(k)
-			got[k] = o.(interface{ GetResourceVersion() string }).GetResourceVersion()
+		for _, o := range inf.GetStore().List() {
+			p := o.(*v1.Pod)
+			got[p.Namespace+"/"+p.Name] = p.ResourceVersion
 		}
 		if !maps.Equal(got, want) {
 			return diffStates(got, want)
