@@ -202,7 +202,8 @@ type fileOpening struct {
 	upgrade    *migrations.Report
 	upgradeErr error
 	// movedTo is where a file was moved aside before a new one was
-	// started, and rebuild the reason (a rebuildReason value).
+	// started (""), and rebuild why the file was started again (one of
+	// the rebuild constants, "" if it was not).
 	movedTo, rebuild string
 }
 
@@ -214,8 +215,9 @@ const (
 )
 
 // openFile opens the cache file for writing. A file of an older schema is
-// migrated in place (Options.RefuseOlderSchema) and opened; a damaged one
-// is moved aside and started again when the options say so.
+// migrated in place and opened, and one of a newer schema this build
+// cannot write is moved aside and started again, unless the options refuse
+// them; a damaged one is moved aside and started again when they say so.
 func openFile(path string, opts Options, logger klog.Logger) (*cachefile.DB, fileOpening, error) {
 	var o fileOpening
 	// A new file is built without fsync until an informer on it has
