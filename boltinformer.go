@@ -3,8 +3,10 @@ package boltinformer
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
 	"github.com/boltinformer/boltinformer/internal/admin"
+	"github.com/boltinformer/boltinformer/internal/failpoint"
+	"github.com/boltinformer/boltinformer/migrations"
 )
 
 // Options configure a Cache.
@@ -71,6 +75,34 @@ type Options struct {
 	// TightenFileMode sets an existing cache file that group or others can
 	// read or write to mode 0600 on Open; without it Open logs a warning.
 	TightenFileMode bool
+	// RefuseOlderSchema makes Open fail with an error wrapping
+	// cachefile.ErrNeedsMigration on a file of an older schema version,
+	// for operators who migrate by hand (cachectl migrate). By default
+	// Open migrates such a file in place before any informer starts, one
+	// crash-safe step at a time (package migrations), and the informers
+	// then resume from the stored resourceVersions.
+	RefuseOlderSchema bool
+	// RefuseNewerSchema makes Open fail with an error wrapping
+	// cachefile.ErrNewerSchema on a file that a newer build wrote with
+	// changes this build cannot write (its minimum writer version is
+	// newer than cachefile.Version). By default Open moves such a file
+	// aside as PATH.newer-vN-TIMESTAMP, keeping only the last one, logs it
+	// at error level, counts it in file_rebuilds_total{reason="newer_schema"}
+	// and starts a new file that every informer relists: a rollback costs
+	// a relist, never a crash loop. A newer file this build can write (it
+	// only added what this build may ignore) is opened as it is.
+	RefuseNewerSchema bool
+	// DropStoresUnusedFor, when positive, makes Open drop the stores of
+	// the file that no program has used for that long: a new version of a
+	// program that changes a store's name, namespace or selectors leaves
+	// the old store behind, and it would stay in the file for good. A
+	// store is in use while it is written (every commit, bookmarks
+	// included) and whenever an informer opens it. Open runs before this
+	// process makes any informer, so it never drops a store an informer
+	// of this process uses; a store whose informer went longer than this
+	// without a single commit is dropped at the next start and relisted
+	// once. cachectl prune drops stores by hand.
+	DropStoresUnusedFor time.Duration
 }
 
 // CorruptionPolicy says what Open does with a damaged cache file (a
@@ -118,9 +150,11 @@ type Cache struct {
 	identity *clusterIdentity
 }
 
-// Open opens (or creates) the cache file at path. It fails with a clear
-// error when the file is not a cache file, is locked by another process
-// beyond LockTimeout, or has a schema version this build cannot open.
+// Open opens (or creates) the cache file at path. A file of an older schema
+// version is migrated in place first (unless RefuseOlderSchema). Open fails
+// with a clear error when the file is not a cache file, is locked by
+// another process beyond LockTimeout, or cannot be opened by this build
+// and the options say to fail rather than start a new file.
 func Open(path string, opts Options) (*Cache, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
@@ -136,25 +170,19 @@ func Open(path string, opts Options) (*Cache, error) {
 	if err := prepareFileMode(path, opts.TightenFileMode, logger); err != nil {
 		return nil, err
 	}
-	// A new file is built without fsync until an informer on it has
-	// synced (the informer makes it durable before HasSynced is true); a
-	// crash before that leaves a marker, and the next Open rebuilds it.
-	dbOpts := cachefile.Options{LockTimeout: opts.LockTimeout, NoSync: opts.NoSync, Now: opts.Now, Unsynced: true, Logger: logger}
-	db, err := cachefile.Open(path, dbOpts)
-	var movedTo string
-	if errors.Is(err, cachefile.ErrCorruptFile) && opts.OnCorruption == RebuildOnCorruption {
-		movedTo = fmt.Sprintf("%s.corrupt-%s", path, opts.Now().UTC().Format("20060102T150405.000000000Z"))
-		if rerr := os.Rename(path, movedTo); rerr != nil {
-			return nil, fmt.Errorf("%w; moving it aside failed: %w", err, rerr)
-		}
-		logger.Error(err, "Cache file is damaged; moved it aside and starting a new one (every informer relists)", "path", path, "movedTo", movedTo)
-		db, err = cachefile.Open(path, dbOpts)
-	}
+	db, opened, err := openFile(path, opts, logger)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{db: db, opts: opts, keys: keys, informers: map[string]*Informer{}, logger: logger, loggerSet: loggerSet, movedTo: movedTo}
+	if opts.DropStoresUnusedFor > 0 {
+		if err := dropUnusedStores(db, opts.DropStoresUnusedFor, logger); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+	}
+	c := &Cache{db: db, opts: opts, keys: keys, informers: map[string]*Informer{}, logger: logger, loggerSet: loggerSet, movedTo: opened.movedTo}
 	c.metrics = newMetrics(c)
+	c.metrics.observeOpen(opened)
 	if opts.Registerer != nil {
 		if err := c.metrics.register(opts.Registerer); err != nil {
 			_ = db.Close()
@@ -183,8 +211,157 @@ func serveAdmin(path string, db *cachefile.DB) (*admin.Server, error) {
 	return admin.NewServer(path, db)
 }
 
-// MovedAside returns the path a damaged file was moved to when Open
-// rebuilt it (RebuildOnCorruption), or "".
+// fileOpening is what openFile did to the file besides opening it.
+type fileOpening struct {
+	// upgrade is the migration to this build's schema, when one ran, and
+	// upgradeErr its error.
+	upgrade    *migrations.Report
+	upgradeErr error
+	// movedTo is where a file was moved aside before a new one was
+	// started (""), and rebuild why the file was started again (one of
+	// the rebuild constants, "" if it was not).
+	movedTo, rebuild string
+}
+
+// Reasons a file is started again (the reason label of file_rebuilds_total).
+const (
+	rebuildCorrupt     = "corrupt"
+	rebuildNewerSchema = "newer_schema"
+	rebuildNotDurable  = "not_durable"
+)
+
+// openFile opens the cache file for writing. A file of an older schema is
+// migrated in place and opened, and one of a newer schema this build
+// cannot write is moved aside and started again, unless the options refuse
+// them; a damaged one is moved aside and started again when they say so.
+func openFile(path string, opts Options, logger klog.Logger) (*cachefile.DB, fileOpening, error) {
+	var o fileOpening
+	// A new file is built without fsync until an informer on it has
+	// synced (the informer makes it durable before HasSynced is true); a
+	// crash before that leaves a marker, and the next Open rebuilds it.
+	dbOpts := cachefile.Options{LockTimeout: opts.LockTimeout, NoSync: opts.NoSync, Now: opts.Now, Unsynced: true, Logger: logger}
+	db, err := cachefile.Open(path, dbOpts)
+	if errors.Is(err, cachefile.ErrNeedsMigration) {
+		if opts.RefuseOlderSchema {
+			return nil, o, fmt.Errorf("%w (Options.RefuseOlderSchema is set: migrate it with cachectl migrate --db %s)", err, path)
+		}
+		rep, merr := upgrade(path, opts, logger)
+		o.upgrade, o.upgradeErr = &rep, merr
+		switch {
+		case merr == nil:
+			db, err = cachefile.Open(path, dbOpts)
+		case damaged(merr):
+			err = fmt.Errorf("open %s: %w: migrating it from schema v%d failed: %w", path, cachefile.ErrCorruptFile, rep.From, merr)
+		default:
+			return nil, o, fmt.Errorf("open %s: %w", path, merr)
+		}
+	}
+	var newer *cachefile.SchemaError
+	if errors.As(err, &newer) && !opts.RefuseNewerSchema {
+		movedTo, serr := setAside(path, fmt.Sprintf("newer-v%d", newer.Compat.Version), "newer-v", opts.Now())
+		if serr != nil {
+			return nil, o, fmt.Errorf("%w; moving it aside failed: %w", err, serr)
+		}
+		logger.Error(err, "Cache file was written by a newer build with changes this build cannot write; moved it aside and starting a new one (every informer relists)",
+			"path", path, "movedTo", movedTo, "fileSchema", newer.Compat.String(), "buildSchema", fmt.Sprintf("v%d", cachefile.Version))
+		o.movedTo, o.rebuild = movedTo, rebuildNewerSchema
+		db, err = cachefile.Open(path, dbOpts)
+	}
+	if errors.Is(err, cachefile.ErrCorruptFile) && opts.OnCorruption == RebuildOnCorruption {
+		movedTo, rerr := setAside(path, "corrupt", "", opts.Now())
+		if rerr != nil {
+			return nil, o, fmt.Errorf("%w; moving it aside failed: %w", err, rerr)
+		}
+		logger.Error(err, "Cache file is damaged; moved it aside and starting a new one (every informer relists)", "path", path, "movedTo", movedTo)
+		o.movedTo, o.rebuild = movedTo, rebuildCorrupt
+		db, err = cachefile.Open(path, dbOpts)
+	}
+	if err != nil {
+		return nil, o, err
+	}
+	if db.DiscardedUnsynced() && o.rebuild == "" {
+		o.rebuild = rebuildNotDurable
+	}
+	return db, o, nil
+}
+
+// setAside renames the file path names (following a symbolic link, which
+// then names the new file Open creates) to NAME.KIND-TIMESTAMP beside it.
+// With a family, it removes the other files set aside as NAME.FAMILY*, so
+// that a fleet rolled back and forth leaves one copy, not one per start.
+func setAside(path, kind, family string, now time.Time) (string, error) {
+	real, err := cachefile.Resolve(path)
+	if err != nil {
+		return "", err
+	}
+	movedTo := fmt.Sprintf("%s.%s-%s", real, kind, now.UTC().Format("20060102T150405.000000000Z"))
+	if err := os.Rename(real, movedTo); err != nil {
+		return "", err
+	}
+	if family == "" {
+		return movedTo, nil
+	}
+	dir, prefix := filepath.Dir(real), filepath.Base(real)+"."+family
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return movedTo, err
+	}
+	for _, e := range entries {
+		if name := e.Name(); strings.HasPrefix(name, prefix) && filepath.Join(dir, name) != movedTo && e.Type().IsRegular() {
+			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return movedTo, err
+			}
+		}
+	}
+	return movedTo, nil
+}
+
+// upgrade migrates the file at path to this build's schema in place, and
+// logs what it did.
+func upgrade(path string, opts Options, logger klog.Logger) (migrations.Report, error) {
+	logger.Info("Cache file has an older schema; migrating it in place before the informers start",
+		"path", path, "to", fmt.Sprintf("v%d", cachefile.Version))
+	rep, err := migrations.Migrate(path, migrations.Options{LockTimeout: opts.LockTimeout, NoSync: opts.NoSync, Now: opts.Now, Logger: logger})
+	if err != nil {
+		logger.Error(err, "Migrating the cache file failed", "path", path, "from", fmt.Sprintf("v%d", rep.From),
+			"reached", fmt.Sprintf("v%d", rep.To), "duration", rep.Duration.Round(time.Millisecond))
+		return rep, err
+	}
+	logger.Info("Migrated the cache file", "path", path, "from", fmt.Sprintf("v%d", rep.From), "to", fmt.Sprintf("v%d", rep.To),
+		"stores", rep.Stores, "records", rep.Records, "duration", rep.Duration.Round(time.Millisecond))
+	failpoint.Inject("boltinformer.afterUpgrade") // migrated and synced, not yet opened
+	return rep, nil
+}
+
+// dropUnusedStores drops the stores of db no program has used for
+// unusedFor (Options.DropStoresUnusedFor), and logs each.
+func dropUnusedStores(db *cachefile.DB, unusedFor time.Duration, logger klog.Logger) error {
+	rep, err := db.PruneStores(cachefile.PruneOptions{UnusedFor: unusedFor})
+	if err != nil {
+		return err
+	}
+	for _, u := range rep.Dropped {
+		logger.Info("Dropped a store no program has used for longer than DropStoresUnusedFor", "path", db.Path(), "store", u.Name,
+			"objects", u.Objects, "lastUsed", u.LastUsed, "unusedFor", unusedFor)
+	}
+	return nil
+}
+
+// damaged reports whether a migration failed on what the file holds (its
+// layout, a record, the check of its result), as opposed to the lock, the
+// disk or a stop.
+func damaged(err error) bool {
+	for _, target := range []error{migrations.ErrLayout, migrations.ErrCheckFailed, cachefile.ErrCorruptFile, cachefile.ErrCorruptRecord} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// MovedAside returns the path Open moved the file to before it started a
+// new one (a damaged file with RebuildOnCorruption, or one of a newer
+// schema this build cannot write), or "".
 func (c *Cache) MovedAside() string { return c.movedTo }
 
 // informerList returns a copy of the cache's informers, in no order.

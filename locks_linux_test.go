@@ -76,7 +76,7 @@ func TestStatusCallsAnswerWhileACommitFails(t *testing.T) {
 	p := testutil.Pod("ns", "p0", "", testutil.Label("changed", "yes"))
 	src.Modify(p)
 	testutil.Eventually(t, "a failed commit", waitTimeout, func() bool {
-		return counterValue(t, reg, "boltinformer_commit_errors_total", "Pod.v1") >= 1
+		return counterValue(t, reg, "boltinformer_commit_errors_total", "store", "Pod.v1") >= 1
 	})
 	commitFails := func() string {
 		if rv := stored(); rv != before {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr/testr"
-	"github.com/prometheus/client_golang/prometheus"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
@@ -197,17 +196,4 @@ func runUntilCleanup(t *testing.T, c *boltinformer.Cache, inf *boltinformer.Info
 	}
 	t.Cleanup(stop)
 	return stop
-}
-
-// counterValue is the value of the counter name for store, 0 if absent.
-func counterValue(t *testing.T, reg *prometheus.Registry, name, store string) float64 {
-	t.Helper()
-	for _, m := range gather(t, reg)[name] {
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "store" && l.GetValue() == store {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
 }

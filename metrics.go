@@ -3,6 +3,7 @@ package boltinformer
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/migrations"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -43,6 +45,11 @@ type metrics struct {
 	watchDisconnects *prometheus.CounterVec
 	replayDuration   *prometheus.HistogramVec
 
+	// Of the file, not of a store: what Open did to it.
+	fileMigrations        *prometheus.CounterVec
+	fileMigrationDuration *prometheus.HistogramVec
+	fileRebuilds          *prometheus.CounterVec
+
 	// Read at scrape time.
 	objects         *prometheus.Desc
 	synced          *prometheus.Desc
@@ -63,6 +70,14 @@ var (
 	relistLabels = []reflector.RelistReason{reflector.RelistColdStart, reflector.RelistRequired, reflector.RelistExpired, reflector.RelistTooLargeRV,
 		reflector.RelistRVAhead, reflector.RelistClusterChanged, reflector.RelistDamagedRecord}
 	replayLabels = []string{replayWarmStart, replayHandlerAdded}
+	// rebuildLabels are the reasons Open starts a file again.
+	rebuildLabels = []string{rebuildCorrupt, rebuildNewerSchema, rebuildNotDurable}
+)
+
+// Values of the result label of file_migrations_total.
+const (
+	migrationOK     = "ok"
+	migrationFailed = "failed"
 )
 
 // Values of the replay label of replay_duration_seconds.
@@ -117,14 +132,50 @@ func newMetrics(c *Cache) *metrics {
 		freelistPages: desc("db_freelist_pages",
 			"Pages on bbolt's freelist: free pages are reused by later commits (cachectl compact returns them to the filesystem); pending pages were freed by a commit and are still visible to an open read transaction.", "state"),
 	}
+	m.fileMigrations = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "file_migrations_total",
+		Help: "Migrations of the cache file to this build's schema that Open ran, by the schema versions before and after and the result (ok, failed)."},
+		[]string{"from", "to", "result"})
+	m.fileMigrationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "file_migration_seconds",
+		Help: "Time Open spent migrating the cache file to this build's schema, by the schema versions before and after.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)},
+		[]string{"from", "to"})
+	m.fileRebuilds = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "file_rebuilds_total",
+		Help: "Cache files Open moved aside or emptied and started again, every informer relisting, by reason: corrupt (damaged, RebuildOnCorruption), newer_schema (a newer build's that this build cannot write), not_durable (built without fsync by a writer that stopped)."},
+		[]string{"reason"})
+	oldest, current := migrations.Versions()
+	for v := oldest; v < current; v++ {
+		from, to := strconv.FormatUint(v, 10), strconv.FormatUint(current, 10)
+		m.fileMigrations.WithLabelValues(from, to, migrationOK)
+		m.fileMigrations.WithLabelValues(from, to, migrationFailed)
+		m.fileMigrationDuration.WithLabelValues(from, to)
+	}
+	for _, r := range rebuildLabels {
+		m.fileRebuilds.WithLabelValues(r)
+	}
 	m.scrapeCollector = scrapeCollector{m}
 	return m
+}
+
+// observeOpen counts what Open did to the file before the metrics existed.
+func (m *metrics) observeOpen(o fileOpening) {
+	if o.upgrade != nil && (len(o.upgrade.Steps) > 0 || o.upgradeErr != nil) {
+		from, to := strconv.FormatUint(o.upgrade.From, 10), strconv.FormatUint(cachefile.Version, 10)
+		result := migrationOK
+		if o.upgradeErr != nil {
+			result = migrationFailed
+		}
+		m.fileMigrations.WithLabelValues(from, to, result).Inc()
+		m.fileMigrationDuration.WithLabelValues(from, to).Observe(o.upgrade.Duration.Seconds())
+	}
+	if o.rebuild != "" {
+		m.fileRebuilds.WithLabelValues(o.rebuild).Inc()
+	}
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.eventsApplied, m.batchDeltas, m.commitDuration, m.commitErrors, m.dropped, m.relists,
-		m.watchResumes, m.listWatchErrors, m.watchDisconnects, m.replayDuration, m.scrapeCollector,
+		m.watchResumes, m.listWatchErrors, m.watchDisconnects, m.replayDuration,
+		m.fileMigrations, m.fileMigrationDuration, m.fileRebuilds, m.scrapeCollector,
 	}
 }
 

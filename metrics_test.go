@@ -45,6 +45,9 @@ var wantFamilies = map[string]struct {
 	"boltinformer_stored_rv_timestamp_seconds":   {dto.MetricType_GAUGE, "Unix time at which the store's stored resourceVersion last moved (until it moves in this process: the store's last commit as recorded in the file; 0 if it has none)."},
 	"boltinformer_handler_pending_notifications": {dto.MetricType_GAUGE, "Notifications queued for the store's slowest event handler, not yet delivered."},
 	"boltinformer_db_file_size_bytes":            {dto.MetricType_GAUGE, "Size of the cache file."},
+	"boltinformer_file_migrations_total":         {dto.MetricType_COUNTER, "Migrations of the cache file to this build's schema that Open ran, by the schema versions before and after and the result (ok, failed)."},
+	"boltinformer_file_migration_seconds":        {dto.MetricType_HISTOGRAM, "Time Open spent migrating the cache file to this build's schema, by the schema versions before and after."},
+	"boltinformer_file_rebuilds_total":           {dto.MetricType_COUNTER, "Cache files Open moved aside or emptied and started again, every informer relisting, by reason: corrupt (damaged, RebuildOnCorruption), newer_schema (a newer build's that this build cannot write), not_durable (built without fsync by a writer that stopped)."},
 	"boltinformer_db_freelist_pages":             {dto.MetricType_GAUGE, "Pages on bbolt's freelist: free pages are reused by later commits (cachectl compact returns them to the filesystem); pending pages were freed by a commit and are still visible to an open read transaction."},
 }
 

@@ -178,7 +178,7 @@ func TestClusterIdentityAskedOncePerCacheWhileUnreachable(t *testing.T) {
 	errorsCounted := func() float64 {
 		var sum float64
 		for _, store := range []string{"Pod.v1", "ConfigMap.v1", "Service.v1"} {
-			sum += counterValue(t, reg, "boltinformer_list_watch_errors_total", store)
+			sum += counterValue(t, reg, "boltinformer_list_watch_errors_total", "store", store)
 		}
 		return sum
 	}
@@ -255,7 +255,7 @@ func TestUnreachableApiserverLoggedOncePerStore(t *testing.T) {
 	for i := 1; i <= fails; i++ {
 		// The reflector's backoff: 0.8 s doubling, with jitter up to as much.
 		testutil.Eventually(t, fmt.Sprintf("request %d to fail", i), waitTimeout, func() bool {
-			return lw.failed.Load() == int32(i) && counterValue(t, reg, "boltinformer_list_watch_errors_total", "Pod.v1") == float64(i) && fc.HasWaiters()
+			return lw.failed.Load() == int32(i) && counterValue(t, reg, "boltinformer_list_watch_errors_total", "store", "Pod.v1") == float64(i) && fc.HasWaiters()
 		})
 		if i == fails {
 			lw.down.Store(false)

@@ -121,7 +121,7 @@ func TestRefusedObjectIsDroppedNotKeptStale(t *testing.T) {
 	if keys, err := inf.GetIndexer().IndexKeys("node", "n1"); err != nil || fmt.Sprint(keys) != "[ns/p1 ns/p2]" {
 		t.Fatalf("index node=n1 holds %v (%v), want [ns/p1 ns/p2]", keys, err)
 	}
-	if got := counterValue(t, reg, "boltinformer_objects_dropped_total", "Pod.v1"); got != 1 {
+	if got := counterValue(t, reg, "boltinformer_objects_dropped_total", "store", "Pod.v1"); got != 1 {
 		t.Fatalf("objects_dropped_total is %v, want 1", got)
 	}
 	storedRV := inf.GetStore().(interface{ LastStoreSyncResourceVersion() string }).LastStoreSyncResourceVersion()
@@ -147,7 +147,7 @@ func TestRefusedObjectIsDroppedNotKeptStale(t *testing.T) {
 	if got := fmt.Sprint(inf.GetStore().ListKeys()); got != "[ns/p2]" {
 		t.Fatalf("relist: the store holds %s, want [ns/p2]", got)
 	}
-	if got := counterValue(t, reg, "boltinformer_objects_dropped_total", "Pod.v1"); got != 2 {
+	if got := counterValue(t, reg, "boltinformer_objects_dropped_total", "store", "Pod.v1"); got != 2 {
 		t.Fatalf("relist: objects_dropped_total is %v, want 2 (p0 and p1)", got)
 	}
 	stop()

@@ -27,7 +27,9 @@
 // (internal/testcluster, binaries from make e2e-deps); each
 // implementation in a memory cgroup (9); and cachectl on a file of 300k
 // Pods (10, the cachectl binary make bench builds), whose rows hold
-// cachectl's time and peak RSS to the targets alone. The cold starts, the
+// cachectl's time and peak RSS to the targets alone; and an upgrade (11):
+// Open migrating a file of the schema before this build's, against the
+// cold start it spares. The cold starts, the
 // ingest and the warm starts run -repeat times each, interleaved, and
 // their rows compare medians. boltinformer's sync against the fake runs at
 // each N until its runs have listed as many objects as the one at the

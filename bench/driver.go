@@ -69,6 +69,10 @@ type Config struct {
 	// is skipped with that reason.
 	CachectlN int
 	Cachectl  string
+	// UpgradeN is the Pod count of the upgrade scenario (11): a file of
+	// the schema before this build's, migrated by Open, against a cold
+	// start; 0 skips it.
+	UpgradeN int
 
 	// Out receives results.csv, results.json, chart.svg, table.md and the
 	// children's logs.
@@ -87,7 +91,7 @@ type Config struct {
 	// directory named after the child (see Spec.ProfileDir).
 	ProfileDir string
 	// Only, when not empty, runs only these parts: sync, ingest, reads,
-	// container, real, cachectl.
+	// container, real, cachectl, upgrade.
 	Only []string
 	// Progress receives one line per step (default: nowhere).
 	Progress io.Writer
@@ -238,6 +242,11 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			} else {
 				return d.res, fmt.Errorf("kube-apiserver, N=%d: %w", cfg.RealN, err)
 			}
+		}
+	}
+	if cfg.UpgradeN > 0 && cfg.runs("upgrade") {
+		if err := d.runUpgrade(ctx, cfg.UpgradeN); err != nil {
+			return d.res, fmt.Errorf("upgrade, N=%d: %w", cfg.UpgradeN, err)
 		}
 	}
 	if cfg.CachectlN > 0 && cfg.runs("cachectl") {

@@ -411,6 +411,9 @@ func Rows(res *Results) []Row {
 	for _, r := range cachectlRows(res.Cachectl) {
 		add(r)
 	}
+	for _, r := range upgradeRows(res) {
+		add(r)
+	}
 	return rows
 }
 
@@ -598,7 +601,8 @@ func sortedNs(res *Results) []int {
 	for name := range res.Children {
 		parts := strings.Split(name, "/")
 		if len(parts) >= 3 && parts[1] == "fake" {
-			if n, err := strconv.Atoi(parts[2]); err == nil && parts[0] != "reads" {
+			// The read and upgrade scenarios run at N of their own.
+			if n, err := strconv.Atoi(parts[2]); err == nil && parts[0] != "reads" && !strings.HasPrefix(parts[0], "upgrade") {
 				seen[n] = true
 			}
 		}

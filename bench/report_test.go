@@ -18,7 +18,7 @@ func TestReport(t *testing.T) {
 	out, work := t.TempDir(), t.TempDir()
 	var progress bytes.Buffer
 	res, err := Run(t.Context(), Config{
-		Ns: []int{500}, ReadN: 300, IngestEvents: 1000, ReadBenchTime: 10 * time.Millisecond,
+		Ns: []int{500}, ReadN: 300, IngestEvents: 1000, UpgradeN: 400, ReadBenchTime: 10 * time.Millisecond,
 		Namespaces: 10, Out: out, WorkDir: work, Args: []string{"-test.run=^$"}, Progress: &progress,
 		ChildTimeout: 2 * time.Minute,
 	})
@@ -31,7 +31,8 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log(table.String())
-	for _, want := range []string{"Go heap in use", "peak Go heap, relist", "3 cold start (median of 3)", "5 ingest (fsync on; median of 3)", "watch events/s", "Get/hot100", "ByIndex/namespace", "file size per object"} {
+	for _, want := range []string{"Go heap in use", "peak Go heap, relist", "3 cold start (median of 3)", "5 ingest (fsync on; median of 3)", "watch events/s", "Get/hot100", "ByIndex/namespace", "file size per object",
+		"(median of 3) | migration in Open (file validated"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table has no %q row", want)
 		}
@@ -48,6 +49,9 @@ func TestReport(t *testing.T) {
 	// in the run's own directory.
 	if left, _ := filepath.Glob(filepath.Join(work, "run-*", "cold-*")); len(left) != 0 {
 		t.Errorf("cold start files left behind: %v", left)
+	}
+	if left, _ := filepath.Glob(filepath.Join(work, "run-*", "upgrade-*")); len(left) != 0 {
+		t.Errorf("upgrade files left behind: %v", left)
 	}
 	if kept, _ := filepath.Glob(filepath.Join(work, "run-*", "sync-500.db")); len(kept) != 1 {
 		t.Errorf("the sync's file: %v", kept)

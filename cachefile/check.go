@@ -86,7 +86,7 @@ func CheckTx(tx *bolt.Tx, opts CheckOptions) []Problem {
 		c.Add(Problem{What: "meta has no schema version"})
 	} else if n, err := strconv.ParseUint(string(v), 10, 64); err != nil {
 		c.Add(Problem{What: fmt.Sprintf("schema version %q does not parse", v)})
-	} else if rv, ok := recordVersionOf(n); !ok {
+	} else if rv, ok := fileRecordVersion(meta, n); !ok {
 		c.Add(Problem{What: fmt.Sprintf("schema version is v%d, this build checks v%d and v%d", n, Version-1, Version)})
 		return c.Problems()
 	} else {

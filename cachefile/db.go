@@ -57,6 +57,9 @@ type Options struct {
 type DB struct {
 	bolt *bolt.DB
 	path string
+	// file is the file path names, symbolic links followed: its marker
+	// (unsynced.go) sits beside it.
+	file string
 	opts Options
 
 	// requests feeds the commit loop; stop and done end it (Close).
@@ -71,8 +74,10 @@ type DB struct {
 	// failed: the build can no longer be made durable (makeDurable). Only
 	// the commit loop (or Close, after it) reads and writes it.
 	syncFailed error
-	stop       chan struct{}
-	done       chan struct{}
+	// discarded: Open emptied a file its unsynced build had left unfinished.
+	discarded bool
+	stop      chan struct{}
+	done      chan struct{}
 
 	// closeOnce guards Close; closed is closed when Close starts.
 	closeOnce sync.Once
@@ -97,10 +102,15 @@ func Open(path string, opts Options) (*DB, error) {
 	if opts.Logger.GetSink() == nil {
 		opts.Logger = klog.Background()
 	}
-	var unsynced bool
+	// The marker of an unsynced build sits beside the file, not beside a
+	// link to it: every process finds it whichever path it opens.
+	file, err := Resolve(path)
+	if err != nil {
+		return nil, fmt.Errorf("open cache file %s: %w", path, err)
+	}
+	var unsynced, discarded bool
 	if !opts.ReadOnly {
-		var err error
-		if unsynced, err = prepareUnsynced(path, opts.Unsynced && !opts.NoSync, opts.LockTimeout, opts.Logger); err != nil {
+		if unsynced, discarded, err = prepareUnsynced(file, opts.Unsynced && !opts.NoSync, opts.LockTimeout, opts.Logger); err != nil {
 			return nil, err
 		}
 	}
@@ -120,6 +130,7 @@ func Open(path string, opts Options) (*DB, error) {
 	db := &DB{
 		bolt:     b,
 		path:     path,
+		file:     file,
 		opts:     opts,
 		requests: make(chan *Write),
 		durable:  make(chan chan error),
@@ -128,11 +139,12 @@ func Open(path string, opts Options) (*DB, error) {
 		closed:   make(chan struct{}),
 	}
 	db.unsynced.Store(unsynced)
+	db.discarded = discarded
 	if unsynced {
 		// Under the lock now: another Open that found the marker before
 		// this file existed removed it as stray; put it back before the
 		// first unsynced commit.
-		if err := ensureMarker(path); err != nil {
+		if err := ensureMarker(file); err != nil {
 			_ = b.Close()
 			return nil, err
 		}
@@ -144,7 +156,7 @@ func Open(path string, opts Options) (*DB, error) {
 		// while this one waited guards pages still in the page cache (a
 		// process that dies does not tear its file): one fsync makes them
 		// durable, and the file is kept.
-		marked, merr := unsyncedMarker(path)
+		marked, merr := unsyncedMarker(file)
 		switch {
 		case merr != nil:
 			err = merr
@@ -154,7 +166,7 @@ func Open(path string, opts Options) (*DB, error) {
 		}
 	}
 	if err == nil && created && !unsynced {
-		err = dropStaleMarker(path)
+		err = dropStaleMarker(file)
 	}
 	if err != nil {
 		_ = b.Close()
@@ -244,9 +256,13 @@ func OpenBolt(path string, opts BoltOptions) (*bolt.DB, error) {
 	}
 	if !opts.markerChecked {
 		// Under bbolt's lock, so a writer building the file is not running.
-		marked, err := unsyncedMarker(path)
+		file, err := Resolve(path)
+		var marked bool
+		if err == nil {
+			marked, err = unsyncedMarker(file)
+		}
 		if err == nil && marked {
-			err = notDurableError(path)
+			err = notDurableError(path, file)
 		}
 		if err != nil {
 			_ = b.Close()
@@ -277,9 +293,13 @@ func lockedError(path string, timeout time.Duration) error {
 func (db *DB) checkSchema() (created bool, err error) {
 	var version uint64
 	var initialised bool
+	var compat Compat
 	err = db.view(func(tx *bolt.Tx) error {
 		var err error
-		version, initialised, err = SchemaVersion(tx)
+		if version, initialised, err = SchemaVersion(tx); err != nil || version == 0 {
+			return err
+		}
+		compat, err = ReadCompat(tx.Bucket(MetaBucket))
 		return err
 	})
 	if err != nil {
@@ -298,27 +318,41 @@ func (db *DB) checkSchema() (created bool, err error) {
 				return fmt.Errorf("initialise %s: %w", db.path, err)
 			}
 			now := db.opts.Now().UTC().Format(time.RFC3339)
-			for _, kv := range [][2][]byte{
+			for _, kv := range append([][2][]byte{
 				{MetaSchemaVersion, []byte(strconv.FormatUint(Version, 10))},
 				{MetaCreatedAt, []byte(now)},
 				{MetaWriterVersion, []byte(WriterVersion)},
-			} {
+			}, CompatEntries(Version)...) {
 				if err := meta.Put(kv[0], kv[1]); err != nil {
 					return fmt.Errorf("initialise %s: %w", db.path, err)
 				}
 			}
 			return nil
 		})
-	case version > Version:
-		return false, fmt.Errorf("open %s: %w: file is schema v%d, this build supports up to v%d", db.path, ErrNewerSchema, version, Version)
+	case version > Version && (db.opts.ReadOnly && !compat.Readable() || !db.opts.ReadOnly && !compat.Writable()):
+		return false, &SchemaError{Path: db.path, Compat: compat, Write: !db.opts.ReadOnly}
 	case version < Version:
-		return false, fmt.Errorf("open %s: %w: file is schema v%d, this build needs v%d (run: cachectl migrate --db %s)", db.path, ErrNeedsMigration, version, Version, db.path)
+		// No hint here: the caller knows how the file gets migrated
+		// (boltinformer.Open does it by itself, cachectl names its command).
+		return false, fmt.Errorf("open %s: %w: file is schema v%d, this build needs v%d", db.path, ErrNeedsMigration, version, Version)
 	}
 	if db.opts.ReadOnly {
 		return false, nil
 	}
 	return false, db.bolt.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(MetaBucket).Put(MetaWriterVersion, []byte(WriterVersion))
+		meta := tx.Bucket(MetaBucket)
+		entries := [][2][]byte{{MetaWriterVersion, []byte(WriterVersion)}}
+		if version == Version {
+			// A newer file keeps the minimums its writer chose; a file of
+			// this schema written before they existed gets them.
+			entries = append(entries, CompatEntries(Version)...)
+		}
+		for _, kv := range entries {
+			if err := meta.Put(kv[0], kv[1]); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 

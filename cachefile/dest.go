@@ -16,19 +16,36 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// maxLinks bounds the symbolic links Resolve follows (a loop ends there).
+const maxLinks = 255
+
 // Resolve returns the file a path names, following symbolic links, so that
-// renaming a new file into place replaces the file and not a link to it. A
-// path that does not exist is returned as is.
+// renaming a new file into place replaces the file and not a link to it,
+// and a file's marker (unsynced.go) is found beside the file. A link to a
+// file that does not exist yet resolves to the path it would be created
+// at; a path that does not exist is returned as is.
 func Resolve(path string) (string, error) {
-	fi, err := os.Lstat(path)
-	if err != nil || fi.Mode()&fs.ModeSymlink == 0 {
-		return path, nil
+	orig := path
+	for range maxLinks {
+		fi, err := os.Lstat(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return path, nil
+		case err != nil:
+			return "", fmt.Errorf("resolve %s: %w", orig, err)
+		case fi.Mode()&fs.ModeSymlink == 0:
+			return path, nil
+		}
+		target, err := os.Readlink(path)
+		if err != nil {
+			return "", fmt.Errorf("resolve %s: %w", orig, err)
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(path), target)
+		}
+		path = target
 	}
-	target, err := filepath.EvalSymlinks(path)
-	if err != nil {
-		return "", fmt.Errorf("resolve %s: %w", path, err)
-	}
-	return target, nil
+	return "", fmt.Errorf("resolve %s: more than %d symbolic links", orig, maxLinks)
 }
 
 // SyncDir makes a rename, a new file or a removal in dir durable.

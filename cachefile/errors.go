@@ -1,6 +1,9 @@
 package cachefile
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrNotCacheFile means the file is not a boltinformer cache file: not
@@ -30,3 +33,24 @@ var (
 	// ErrExists means a destination file exists and replacing it was not asked for.
 	ErrExists = errors.New("destination file exists")
 )
+
+// SchemaError is the error for a file of a newer schema than this build's
+// that it cannot open as asked: its minimum reader (for a read-only open)
+// or writer is newer than this build. It wraps ErrNewerSchema.
+type SchemaError struct {
+	Path   string
+	Compat Compat
+	// Write is true when the open was for writing.
+	Write bool
+}
+
+func (e *SchemaError) Error() string {
+	what, min := "read", e.Compat.MinReader
+	if e.Write {
+		what, min = "write", e.Compat.MinWriter
+	}
+	return fmt.Sprintf("open %s: %s: file is %s; this build is v%d and builds from v%d on %s it",
+		e.Path, ErrNewerSchema, e.Compat, Version, min, what)
+}
+
+func (e *SchemaError) Unwrap() error { return ErrNewerSchema }

@@ -1,10 +1,12 @@
 package cachefile
 
+import bolt "go.etcd.io/bbolt"
+
 // Layout (schema v3; v3 changed only the record envelope, see record.go):
 //
-//	meta/                      schema version, created-at, writer version
+//	meta/                      schema version, min reader and writer versions (compat.go), created-at, writer version
 //	stores/<store name>/
-//	    state/                 rv, rv-updated-at, count, cluster, identity, indexers, relist marker, updated-at
+//	    state/                 rv, rv-updated-at, count, cluster, identity, indexers, relist marker, updated-at, used-at
 //	    objects/               key → record (see record.go)
 //	    idx/<index name>/      value 0x00 key → empty
 //	    seen/                  keys seen by the relist in progress (exists only during a relist)
@@ -14,7 +16,7 @@ package cachefile
 
 // Version is the schema version this build writes. A file with a lower
 // version must be migrated (package migrations); a file with a higher one is
-// refused.
+// opened only as far as it allows (see compat.go).
 const Version uint64 = 3
 
 // recordVersionOf returns the record envelope version of a schema version
@@ -28,6 +30,15 @@ func recordVersionOf(schema uint64) (uint8, bool) {
 		return 3, true
 	}
 	return 0, false
+}
+
+// fileRecordVersion is recordVersionOf for a file: a newer file this build
+// may read (see compat.go) holds records of this build's envelope.
+func fileRecordVersion(meta *bolt.Bucket, schema uint64) (uint8, bool) {
+	if c, err := ReadCompat(meta); err == nil && schema > Version && c.Readable() {
+		return RecordVersion, true
+	}
+	return recordVersionOf(schema)
 }
 
 // Top-level buckets.
@@ -46,6 +57,12 @@ var (
 	MetaCreatedAt = []byte("created-at")
 	// MetaWriterVersion names the build that last opened the file for writing (since v1).
 	MetaWriterVersion = []byte("writer-version")
+	// MetaMinReaderVersion is the decimal oldest schema version whose
+	// builds can read the file (since v3; see compat.go).
+	MetaMinReaderVersion = []byte("min-reader-version")
+	// MetaMinWriterVersion is the decimal oldest schema version whose
+	// builds can write the file (since v3; see compat.go).
+	MetaMinWriterVersion = []byte("min-writer-version")
 )
 
 // Sub-buckets of stores/<name>/.
@@ -78,6 +95,9 @@ var (
 	StateRelist = []byte("relist")
 	// StateUpdatedAt is the RFC 3339 time of the last commit to the store (since v1).
 	StateUpdatedAt = []byte("updated-at")
+	// StateUsedAt is the RFC 3339 time a program last opened the store for
+	// writing (since v3; a build from before it ignores it, see prune.go).
+	StateUsedAt = []byte("used-at")
 )
 
 // IndexSeparator separates the indexed value from the object key in an index

@@ -22,63 +22,100 @@ import (
 // file and only then removes the marker. A writable Open that finds the
 // marker beside an existing file discards that file and starts it again
 // (a cold start, one LIST); every other open refuses it (ErrNotDurable).
+// The marker sits beside the file itself, whatever symbolic link a
+// process opens it through (Open resolves the path first).
+//
+// A marker holds its file's base name, and writeMarker returns only once
+// the marker and its directory entry are fsynced; the file is created, and
+// its first commit without fsync made, only after that. A marker that is
+// empty therefore never reached the disk whole (a power loss between its
+// creation and its fsync), and no commit without fsync was made under it:
+// the file beside it is absent, empty, or as durable as a file without a
+// marker. An empty marker is no marker: every open ignores it, and a
+// writable open removes it and keeps the file.
 
 // UnsyncedSuffix is appended to a cache file's path to name its marker.
 const UnsyncedSuffix = ".unsynced"
 
-// MarkerPath returns the path of the marker of the cache file at path.
+// MarkerPath returns the path of the marker of the cache file at path
+// (symbolic links resolved: see Resolve).
 func MarkerPath(path string) string { return path + UnsyncedSuffix }
 
-// unsyncedMarker reports whether the marker of path exists.
+// unsyncedMarker reports whether a marker of path that names a file
+// exists: an empty one guards nothing.
 func unsyncedMarker(path string) (bool, error) {
-	_, err := os.Lstat(MarkerPath(path))
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return false, nil
-	}
-	return false, fmt.Errorf("look for marker %s: %w", MarkerPath(path), err)
+	exists, empty, err := readMarker(path)
+	return exists && !empty, err
 }
 
-// notDurableError is the error for a file whose marker says it may be torn.
-func notDurableError(path string) error {
-	return fmt.Errorf("open %s: %w: marker %s exists, the file was being built without fsync when its writer stopped (a writable open discards it and rebuilds it with a LIST)", path, ErrNotDurable, MarkerPath(path))
+// readMarker reports whether the marker of path exists, and whether it is
+// empty.
+func readMarker(path string) (exists, empty bool, err error) {
+	b, err := os.ReadFile(MarkerPath(path))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, false, nil
+	case err != nil:
+		return false, false, fmt.Errorf("look for marker %s: %w", MarkerPath(path), err)
+	}
+	return true, strings.TrimSpace(string(b)) == "", nil
+}
+
+// removeEmptyMarker removes the empty marker of path, keeping the file.
+func removeEmptyMarker(path string, logger logr.Logger) error {
+	if err := RemoveMarker(path); err != nil {
+		return err
+	}
+	logger.Info("Removed an empty unsynced marker: its write never reached the disk, so nothing was written without fsync under it; the cache file is kept",
+		"path", path, "marker", MarkerPath(path))
+	return nil
+}
+
+// notDurableError is the error for the file at path (file, links
+// followed) whose marker says it may be torn.
+func notDurableError(path, file string) error {
+	return fmt.Errorf("open %s: %w: marker %s exists, the file was being built without fsync when its writer stopped (a writable open discards it and rebuilds it with a LIST)", path, ErrNotDurable, MarkerPath(file))
 }
 
 // prepareUnsynced runs before a writable Open maps the file. A marker left
 // by an unsynced build that did not finish discards what it guarded (the
-// file is emptied under its exclusive lock) and is removed. Then, when
+// file is emptied under its exclusive lock) and is removed; an empty
+// marker guarded nothing and is removed alone. Then, when
 // want is set and there is no file yet (or an empty one: nothing in it to
 // lose), it creates and fsyncs the marker and the directory, and reports
-// that this open builds the file unsynced.
-func prepareUnsynced(path string, want bool, timeout time.Duration, logger logr.Logger) (unsynced bool, err error) {
-	marked, err := unsyncedMarker(path)
+// that this open builds the file unsynced. discarded reports that it
+// emptied a file.
+func prepareUnsynced(path string, want bool, timeout time.Duration, logger logr.Logger) (unsynced, discarded bool, err error) {
+	marked, empty, err := readMarker(path)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
-	if marked {
-		if err := discardUnsynced(path, timeout, logger); err != nil {
-			return false, err
+	switch {
+	case marked && empty:
+		if err := removeEmptyMarker(path, logger); err != nil {
+			return false, false, err
+		}
+	case marked:
+		if discarded, err = discardUnsynced(path, timeout, logger); err != nil {
+			return false, false, err
 		}
 	}
 	if !want {
-		return false, nil
+		return false, discarded, nil
 	}
 	fi, err := os.Lstat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return false, fmt.Errorf("open cache file %s: %w", path, err)
+		return false, discarded, fmt.Errorf("open cache file %s: %w", path, err)
 	case !fi.Mode().IsRegular() || fi.Size() != 0:
-		// A file with data, or a symlink whose target's marker would not
-		// sit beside it: built (or kept) durable.
-		return false, nil
+		// A file with data (or not a file at all): kept durable.
+		return false, discarded, nil
 	}
 	if err := writeMarker(path); err != nil {
-		return false, err
+		return false, discarded, err
 	}
-	return true, nil
+	return true, discarded, nil
 }
 
 // writeMarker creates the marker of path, holding the file's base name,
@@ -125,44 +162,44 @@ func RemoveMarker(path string) error {
 // waiting for the lock opens the same file) and fsyncs it, logs which file
 // was discarded, and removes the marker. A file without a marker is never
 // touched here.
-func discardUnsynced(path string, timeout time.Duration, logger logr.Logger) error {
+func discardUnsynced(path string, timeout time.Duration, logger logr.Logger) (discarded bool, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The marker may be another writer's, written just before it
 		// creates the file: it stays. A stale one is removed by the open
 		// that creates the file (dropStaleMarker) or replaced by an
 		// unsynced build's own.
-		return nil
+		return false, nil
 	}
 	if err != nil {
-		return fmt.Errorf("open cache file %s: %w", path, err)
+		return false, fmt.Errorf("open cache file %s: %w", path, err)
 	}
 	defer f.Close()
 	if err := flockExclusive(f, path, timeout); err != nil {
-		return err
+		return false, err
 	}
 	// Under the lock: the writer that made the marker may have made the
 	// file durable and removed it while this process waited.
 	marked, err := unsyncedMarker(path)
 	if err != nil || !marked {
-		return err
+		return false, err
 	}
 	if err := markerNames(path, f); err != nil {
-		return err
+		return false, err
 	}
 	fi, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("stat %s: %w", path, err)
+		return false, fmt.Errorf("stat %s: %w", path, err)
 	}
 	if err := f.Truncate(0); err != nil {
-		return fmt.Errorf("discard %s: %w", path, err)
+		return false, fmt.Errorf("discard %s: %w", path, err)
 	}
 	if err := f.Sync(); err != nil {
-		return fmt.Errorf("discard %s: %w", path, err)
+		return false, fmt.Errorf("discard %s: %w", path, err)
 	}
 	logger.Error(ErrNotDurable, "Discarded a cache file that was being built without fsync when its writer stopped (it may be torn); starting it again from a full LIST",
 		"path", path, "marker", MarkerPath(path), "discardedBytes", fi.Size())
-	return RemoveMarker(path)
+	return fi.Size() > 0, RemoveMarker(path)
 }
 
 // dropStaleMarker removes a marker found beside a file this open has just
@@ -195,6 +232,11 @@ func markerNames(path string, f *os.File) error {
 	}
 	return nil
 }
+
+// DiscardedUnsynced reports whether Open emptied the file because its
+// unsynced build had been left unfinished (it may have been torn): every
+// store of it starts again from a LIST.
+func (db *DB) DiscardedUnsynced() bool { return db.discarded }
 
 // Unsynced reports whether the file is still being built without fsync
 // (Options.Unsynced on a new file, before MakeDurable).
@@ -236,7 +278,7 @@ func (db *DB) makeDurable() error {
 		return db.syncFailed
 	}
 	failpoint.Inject("cachefile.beforeRemoveMarker")
-	if err := RemoveMarker(db.path); err != nil {
+	if err := RemoveMarker(db.file); err != nil {
 		return fmt.Errorf("make %s durable: %w", db.path, err)
 	}
 	db.bolt.NoSync, db.bolt.NoGrowSync = db.opts.NoSync, db.opts.NoSync

@@ -313,7 +313,7 @@ func TestMarkerWithoutFileStays(t *testing.T) {
 	if err := writeMarker(path); err != nil {
 		t.Fatal(err)
 	}
-	if err := discardUnsynced(path, time.Second, logr.Discard()); err != nil {
+	if _, err := discardUnsynced(path, time.Second, logr.Discard()); err != nil {
 		t.Fatal(err)
 	}
 	if !markerExists(t, path) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/boltinformer/boltinformer/cachefile"
@@ -38,6 +39,9 @@ type Options struct {
 	// TxMaxSize bounds the bytes per transaction of a rewrite; zero means
 	// DefaultTxMaxSize.
 	TxMaxSize int
+	// Logger, when it has a sink, receives one line per finished step
+	// (versions, duration), so that a long migration shows its progress.
+	Logger logr.Logger
 
 	// ctx is MigrateContext's; nil means context.Background().
 	ctx context.Context
@@ -82,6 +86,9 @@ type Report struct {
 	Steps []StepInfo
 	// Duration is the time Migrate spent.
 	Duration time.Duration
+	// Stores and Records are what the file holds after Migrate ran steps
+	// to a version that counts records (v2 on); zero otherwise.
+	Stores, Records int
 }
 
 func (r Report) String() string {
@@ -191,7 +198,7 @@ func migrate(path string, opts Options, steps []step, current uint64) (rep Repor
 		rep.Empty = empty
 		return rep, err
 	}
-	db, err := openLocked(path, opts.LockTimeout, false, opts.NoSync)
+	db, err := cachefile.OpenBolt(path, cachefile.BoltOptions{LockTimeout: opts.LockTimeout, NoSync: opts.NoSync, MustExist: true})
 	if err != nil {
 		return rep, err
 	}
@@ -214,6 +221,7 @@ func migrate(path string, opts Options, steps []step, current uint64) (rep Repor
 		if err := opts.ctx.Err(); err != nil {
 			return rep, fmt.Errorf("migrate %s: stopped before v%d to v%d: %w", path, p.From, p.To, err)
 		}
+		stepStart := time.Now()
 		e := &env{path: path, scratchPath: path + scratchSuffix, now: opts.Now(), writer: opts.Writer, txMaxSize: opts.TxMaxSize}
 		if fi, err := os.Stat(path); err == nil {
 			e.size = fi.Size()
@@ -225,7 +233,7 @@ func migrate(path string, opts Options, steps []step, current uint64) (rep Repor
 			_ = db.Close()
 			db = nil
 			if err == nil {
-				db, err = openLocked(path, opts.LockTimeout, false, opts.NoSync)
+				db, err = cachefile.OpenBolt(path, cachefile.BoltOptions{LockTimeout: opts.LockTimeout, NoSync: opts.NoSync, MustExist: true})
 			}
 		}
 		if err != nil {
@@ -233,9 +241,35 @@ func migrate(path string, opts Options, steps []step, current uint64) (rep Repor
 		}
 		rep.Steps = append(rep.Steps, p.StepInfo)
 		rep.To = p.To
+		if opts.Logger.GetSink() != nil {
+			opts.Logger.Info("Migration step done", "path", path, "from", fmt.Sprintf("v%d", p.From), "to", fmt.Sprintf("v%d", p.To),
+				"rewrite", p.Rewrite, "duration", time.Since(stepStart).Round(time.Millisecond))
+		}
 		failpoint.Inject("migrations.afterStep") // the file is complete at p.To; later steps not begun
 	}
+	if len(ps) > 0 && rep.To >= 2 {
+		rep.Stores, rep.Records, err = countRecords(db)
+		if err != nil {
+			return rep, fmt.Errorf("migrate %s: count what the v%d file holds: %w", path, rep.To, err)
+		}
+	}
 	return rep, nil
+}
+
+// countRecords returns the stores of a file of schema v2 or later and the
+// records they hold, from each store's count (no record is read).
+func countRecords(db *bolt.DB) (stores, records int, err error) {
+	err = db.View(func(tx *bolt.Tx) error {
+		return cachefile.ForEachStoreTx(tx, func(_ string, b *cachefile.Buckets, err error) error {
+			if err != nil {
+				return err
+			}
+			n, err := b.Count()
+			stores, records = stores+1, records+n
+			return err
+		})
+	})
+	return stores, records, err
 }
 
 // runInPlace applies a change, checks its result and commits, all in one

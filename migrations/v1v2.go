@@ -31,7 +31,7 @@ var stepV1V2 = step{
 var v1StateKeys = [][]byte{cachefile.StateRV, cachefile.StateIdentity, cachefile.StateIndexers, cachefile.StateRelist, cachefile.StateUpdatedAt}
 
 func upV1V2(src *bolt.Tx, dst *bolt.DB, e *env) error {
-	return rewriteStores(src, dst, e, 2, func(store, key, v []byte) ([]byte, error) {
+	return rewriteStores(src, dst, e, 2, stateless(func(store, key, v []byte) ([]byte, error) {
 		r, err := decodeRecordV1(v)
 		if err != nil {
 			return nil, err
@@ -43,7 +43,7 @@ func upV1V2(src *bolt.Tx, dst *bolt.DB, e *env) error {
 			rec.Index = append(rec.Index, cachefile.IndexValues{Name: ix.Name, Values: ix.Values})
 		}
 		return cachefile.EncodeRecordVersion(key, rec, 2)
-	}, func(state *bolt.Bucket, count int, put func(k, v []byte) error) error {
+	}), func(state *bolt.Bucket, count int, put func(k, v []byte) error) error {
 		for _, k := range v1StateKeys {
 			if v := state.Get(k); v != nil {
 				if err := put(k, v); err != nil {
@@ -63,7 +63,7 @@ func upV1V2(src *bolt.Tx, dst *bolt.DB, e *env) error {
 }
 
 func downV1V2(src *bolt.Tx, dst *bolt.DB, e *env) error {
-	return rewriteStores(src, dst, e, 1, func(store, key, v []byte) ([]byte, error) {
+	return rewriteStores(src, dst, e, 1, stateless(func(store, key, v []byte) ([]byte, error) {
 		rec, err := cachefile.DecodeRecordVersion(key, v, 2)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrLayout, err)
@@ -77,7 +77,7 @@ func downV1V2(src *bolt.Tx, dst *bolt.DB, e *env) error {
 			r.Index = append(r.Index, indexEntryV1{Name: ix.Name, Values: ix.Values})
 		}
 		return encodeRecordV1(r)
-	}, func(state *bolt.Bucket, _ int, put func(k, v []byte) error) error {
+	}), func(state *bolt.Bucket, _ int, put func(k, v []byte) error) error {
 		for _, k := range v1StateKeys {
 			if v := state.Get(k); v != nil {
 				if err := put(k, v); err != nil {
@@ -92,9 +92,11 @@ func downV1V2(src *bolt.Tx, dst *bolt.DB, e *env) error {
 // rewriteStores copies a v1, v2 or v3 file into dst at schema version to:
 // meta with the new version, and per store its state (through state), its
 // records (through record), its index buckets and a relist's seen bucket as
-// they are. Nothing is held on the heap beyond one transaction's batch.
+// they are. Records are converted on every core (convertRecords). Nothing
+// is held on the heap beyond one transaction's batch and the records in
+// flight.
 func rewriteStores(src *bolt.Tx, dst *bolt.DB, e *env, to uint64,
-	record func(store, key, v []byte) ([]byte, error),
+	newRecord func() recordFunc,
 	state func(state *bolt.Bucket, count int, put func(k, v []byte) error) error,
 ) error {
 	w := newBatchWriter(dst, e.txMaxSize)
@@ -105,6 +107,9 @@ func rewriteStores(src *bolt.Tx, dst *bolt.DB, e *env, to uint64,
 	}
 	metaPath := [][]byte{cachefile.MetaBucket}
 	err := meta.ForEach(func(k, v []byte) error {
+		if cachefile.IsCompatKey(k) {
+			return nil // what version to allows, written below
+		}
 		if bytes.Equal(k, cachefile.MetaSchemaVersion) {
 			v = []byte(strconv.FormatUint(to, 10))
 		}
@@ -115,6 +120,11 @@ func rewriteStores(src *bolt.Tx, dst *bolt.DB, e *env, to uint64,
 	})
 	if err != nil {
 		return err
+	}
+	for _, kv := range cachefile.CompatEntries(to) {
+		if err := w.put(metaPath, kv[0], kv[1]); err != nil {
+			return err
+		}
 	}
 	stores := src.Bucket(cachefile.StoresBucket)
 	if stores == nil {
@@ -133,15 +143,7 @@ func rewriteStores(src *bolt.Tx, dst *bolt.DB, e *env, to uint64,
 		if _, err := w.bucket(objectsPath...); err != nil {
 			return err
 		}
-		count := 0
-		err := objects.ForEach(func(k, v []byte) error {
-			enc, err := record(name, k, v)
-			if err != nil {
-				return fmt.Errorf("store %s key %q: %w", name, k, err)
-			}
-			count++
-			return w.put(objectsPath, k, enc)
-		})
+		count, err := convertRecords(objects, name, w, objectsPath, newRecord)
 		if err != nil {
 			return err
 		}
@@ -167,6 +169,10 @@ func rewriteStores(src *bolt.Tx, dst *bolt.DB, e *env, to uint64,
 	}
 	return w.commit()
 }
+
+// stateless is the newRecord of a recordFunc that keeps nothing between
+// calls: every goroutine shares it.
+func stateless(f recordFunc) func() recordFunc { return func() recordFunc { return f } }
 
 // copyBucket copies b and its nested buckets to path in w.
 func copyBucket(b *bolt.Bucket, w *batchWriter, path ...[]byte) error {

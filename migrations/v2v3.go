@@ -1,6 +1,7 @@
 package migrations
 
 import (
+	"bytes"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -27,7 +28,7 @@ var stepV2V3 = step{
 }
 
 func upV2V3(src *bolt.Tx, dst *bolt.DB, e *env) error {
-	return rewriteStores(src, dst, e, 3, func(_, key, v []byte) ([]byte, error) {
+	return rewriteStores(src, dst, e, 3, stateless(func(_, key, v []byte) ([]byte, error) {
 		rec, err := cachefile.DecodeRecordVersion(key, v, 2)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrLayout, err)
@@ -36,34 +37,46 @@ func upV2V3(src *bolt.Tx, dst *bolt.DB, e *env) error {
 			rec.Compression, rec.Payload = cachefile.CompressPayload(rec.Payload)
 		}
 		return cachefile.EncodeRecordVersion(key, rec, 3)
-	}, copyState)
+	}), copyState)
 }
 
 func downV2V3(src *bolt.Tx, dst *bolt.DB, e *env) error {
-	var buf []byte
-	return rewriteStores(src, dst, e, 2, func(store, key, v []byte) ([]byte, error) {
-		rec, err := cachefile.DecodeRecordVersion(key, v, 3)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrLayout, err)
-		}
-		if rec.Compression != cachefile.CompressionNone {
-			if rec.KeyID != "" {
-				return nil, fmt.Errorf("%w: store %s key %q is encrypted with key %q and its payload is compressed, which schema v2 cannot hold (rewrite it in plaintext first)",
-					ErrIrreversible, store, key, rec.KeyID)
-			}
-			if buf, err = cachefile.DecompressPayload(rec.Compression, rec.Payload, buf); err != nil {
+	return rewriteStores(src, dst, e, 2, func() recordFunc {
+		var buf []byte // this goroutine's decompression buffer
+		return func(store, key, v []byte) ([]byte, error) {
+			rec, err := cachefile.DecodeRecordVersion(key, v, 3)
+			if err != nil {
 				return nil, fmt.Errorf("%w: %w", ErrLayout, err)
 			}
-			rec.Compression, rec.Payload = cachefile.CompressionNone, buf
+			if rec.Compression != cachefile.CompressionNone {
+				if rec.KeyID != "" {
+					return nil, fmt.Errorf("%w: store %s key %q is encrypted with key %q and its payload is compressed, which schema v2 cannot hold (rewrite it in plaintext first)",
+						ErrIrreversible, store, key, rec.KeyID)
+				}
+				if buf, err = cachefile.DecompressPayload(rec.Compression, rec.Payload, buf); err != nil {
+					return nil, fmt.Errorf("%w: %w", ErrLayout, err)
+				}
+				rec.Compression, rec.Payload = cachefile.CompressionNone, buf
+			}
+			return cachefile.EncodeRecordVersion(key, rec, 2)
 		}
-		return cachefile.EncodeRecordVersion(key, rec, 2)
-	}, copyState)
+	}, copyStateV2)
 }
 
-// copyState copies a store's state as it is (v2 and v3 have the same).
+// copyState copies a store's state as it is: v3 has v2's state keys.
 func copyState(state *bolt.Bucket, _ int, put func(k, v []byte) error) error {
 	return state.ForEach(func(k, v []byte) error {
 		if v == nil {
+			return nil
+		}
+		return put(k, v)
+	})
+}
+
+// copyStateV2 copies a v3 store's state without the keys v3 added (used-at).
+func copyStateV2(state *bolt.Bucket, count int, put func(k, v []byte) error) error {
+	return copyState(state, count, func(k, v []byte) error {
+		if bytes.Equal(k, cachefile.StateUsedAt) {
 			return nil
 		}
 		return put(k, v)

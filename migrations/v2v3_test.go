@@ -2,6 +2,7 @@ package migrations_test
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -156,5 +157,76 @@ func TestRevertV3RefusesCompressedSealedRecords(t *testing.T) {
 	}
 	if testutil.StatFile(t, path) != before {
 		t.Fatal("a refused revert changed the file")
+	}
+}
+
+// TestRewriteStopsAtADamagedRecord: a record that fails its checksum in
+// the middle of a store of many conversion chunks stops the rewrite with
+// ErrLayout naming its key; the file is the v2 file it was, no work file
+// is left, and every converting goroutine has stopped (goleak, TestMain).
+func TestRewriteStopsAtADamagedRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	writeV2(t, path, 3000)
+	var damaged string
+	writeRaw(t, path, func(tx *bolt.Tx) error {
+		b, err := cachefile.StoreTx(tx, "pods")
+		if err != nil {
+			return err
+		}
+		c := b.Objects.Cursor()
+		k, v := c.First()
+		for range 1500 {
+			k, v = c.Next()
+		}
+		damaged = string(k)
+		v = append([]byte(nil), v...)
+		v[len(v)-1] ^= 0x40
+		return b.Objects.Put([]byte(damaged), v)
+	})
+	before := migrationstest.Dump(t, path)
+	_, err := migrations.Migrate(path, opts())
+	if !errors.Is(err, migrations.ErrLayout) || !strings.Contains(err.Error(), damaged) {
+		t.Fatalf("want ErrLayout naming %q, got %v", damaged, err)
+	}
+	if d := migrationstest.DiffDumps(before, migrationstest.Dump(t, path)); d != "" {
+		t.Fatalf("a failed rewrite changed the file:\n%s", d)
+	}
+	if l := leftovers(t, path); len(l) != 0 {
+		t.Fatalf("work files left: %v", l)
+	}
+}
+
+// TestMinimumsFollowTheVersion: the step to v3 records the oldest schema
+// that reads and writes the file (cachefile's minimums); its revert drops
+// them, since v2 has no such keys and its builds need their own version.
+func TestMinimumsFollowTheVersion(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cache.db")
+	writeV2(t, path, 20)
+	meta := func() map[string]string {
+		b, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		out := map[string]string{}
+		_ = b.View(func(tx *bolt.Tx) error {
+			return tx.Bucket(cachefile.MetaBucket).ForEach(func(k, v []byte) error { out[string(k)] = string(v); return nil })
+		})
+		return out
+	}
+	if _, err := migrations.Migrate(path, opts()); err != nil {
+		t.Fatal(err)
+	}
+	m := meta()
+	if m["min-reader-version"] != fmt.Sprint(cachefile.MinReaderVersion) || m["min-writer-version"] != fmt.Sprint(cachefile.MinWriterVersion) {
+		t.Fatalf("v3 meta %v lacks the minimums %d and %d", m, cachefile.MinReaderVersion, cachefile.MinWriterVersion)
+	}
+	o := opts()
+	o.Target = u64(2)
+	if _, err := migrations.Migrate(path, o); err != nil {
+		t.Fatal(err)
+	}
+	if m := meta(); m["min-reader-version"] != "" || m["min-writer-version"] != "" {
+		t.Fatalf("the v2 file keeps v3's minimums: %v", m)
 	}
 }

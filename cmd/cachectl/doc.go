@@ -16,6 +16,7 @@
 //	cachectl snapshot restore FILE --db PATH      snapshot_restore.go
 //	cachectl snapshot status FILE                 snapshot_status.go
 //	cachectl migrate [--dry-run]                  migrate.go
+//	cachectl prune --unused-for D | --store NAME  prune.go
 //	cachectl version                              version.go
 //	cachectl completion bash|zsh|fish|powershell  cobra's
 //

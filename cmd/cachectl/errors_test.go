@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -31,7 +32,7 @@ func TestBadFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	newer := copyFile(t, fixtureFile)
-	setSchemaVersion(t, newer, "99")
+	setSchemaVersion(t, newer, "99", "99")
 	bare := filepath.Join(dir, "bare.db") // bbolt, but not a cache file
 	bb, err := bolt.Open(bare, 0o600, nil)
 	if err != nil {
@@ -100,7 +101,9 @@ func TestNotAFileForWriters(t *testing.T) {
 	}
 }
 
-func setSchemaVersion(t *testing.T, path, v string) {
+// setSchemaVersion stamps the file as schema v that builds from minReader
+// on read (and write).
+func setSchemaVersion(t *testing.T, path, v, minReader string) {
 	t.Helper()
 	db, err := bolt.Open(path, 0o600, nil)
 	if err != nil {
@@ -108,10 +111,31 @@ func setSchemaVersion(t *testing.T, path, v string) {
 	}
 	defer db.Close()
 	if err := db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(cachefile.MetaBucket).Put(cachefile.MetaSchemaVersion, []byte(v))
+		meta := tx.Bucket(cachefile.MetaBucket)
+		for _, k := range [][]byte{cachefile.MetaMinReaderVersion, cachefile.MetaMinWriterVersion} {
+			if err := meta.Put(k, []byte(minReader)); err != nil {
+				return err
+			}
+		}
+		return meta.Put(cachefile.MetaSchemaVersion, []byte(v))
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestNewerReadableFile: a file of a newer schema whose minimum reader is
+// this build's is read as any other, and info names its schema.
+func TestNewerReadableFile(t *testing.T) {
+	path := copyFile(t, fixtureFile)
+	want := cachectl(t, "get", "pods", "-A", "--db", path).ok(t).stdout
+	setSchemaVersion(t, path, "99", fmt.Sprint(cachefile.Version))
+	if got := cachectl(t, "get", "pods", "-A", "--db", path).ok(t).stdout; got != want {
+		t.Errorf("a newer readable file reads as %q, want %q", got, want)
+	}
+	if r := cachectl(t, "info", "--db", path).ok(t); !strings.Contains(r.stdout, "Schema:   v99") {
+		t.Errorf("info: %q", r.stdout)
+	}
+	cachectl(t, "check", "--db", path).ok(t)
 }
 
 // TestLockedFile holds the file as a writer does: every command fails

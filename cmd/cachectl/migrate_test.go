@@ -37,10 +37,14 @@ func writeV0(t *testing.T) string {
 
 func TestMigrate(t *testing.T) {
 	path := writeV0(t)
-	cachectl(t, "get", "pods", "--db", path).failed(t, 1, "older schema", "cachectl migrate --db "+path)
+	r := cachectl(t, "get", "pods", "--db", path)
+	r.failed(t, 1, "older schema", "cachectl migrate --db "+path)
+	if n := strings.Count(r.stderr, "cachectl migrate"); n != 1 {
+		t.Errorf("the hint to migrate is printed %d times, want once: %q", n, r.stderr)
+	}
 
 	before := testutil.StatFile(t, path)
-	r := cachectl(t, "migrate", "--dry-run", "--db", path).ok(t)
+	r = cachectl(t, "migrate", "--dry-run", "--db", path).ok(t)
 	if !strings.Contains(r.stdout, "schema v0 → v3") || !strings.Contains(r.stdout, "dry run: nothing was written") {
 		t.Errorf("dry run: %q", r.stdout)
 	}

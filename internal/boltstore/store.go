@@ -237,6 +237,11 @@ func (s *Store) prepareTx(tx *bolt.Tx, id *cachefile.Identity) error {
 	if err := s.syncIndexesTx(b); err != nil {
 		return err
 	}
+	// A store opened for writing is in use, whether or not it is written
+	// to: cachefile.PruneStores never drops it for its age.
+	if err := b.State.Put(cachefile.StateUsedAt, cachefile.FormatTime(s.db.Now())); err != nil {
+		return err
+	}
 	return b.FlushCount()
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -35,7 +36,26 @@ func (c *Cluster) CounterSum(ctx context.Context, name string, labels map[string
 	return counterSum(text, name, labels)
 }
 
+// HistogramSum reads /metrics and sums the sample sums of the histogram
+// name over the series whose labels have the given values, as CounterSum
+// does for a counter; a family the apiserver does not export is 0.
+func (c *Cluster) HistogramSum(ctx context.Context, name string, labels map[string]string) (float64, error) {
+	text, err := c.Metrics(ctx)
+	if err != nil {
+		return 0, err
+	}
+	n, err := seriesSum(text, name, labels, func(m *dto.Metric) float64 { return m.GetHistogram().GetSampleSum() })
+	if errors.Is(err, ErrMetricNotFound) {
+		return 0, nil
+	}
+	return n, err
+}
+
 func counterSum(text, name string, labels map[string]string) (float64, error) {
+	return seriesSum(text, name, labels, func(m *dto.Metric) float64 { return m.GetCounter().GetValue() })
+}
+
+func seriesSum(text, name string, labels map[string]string, value func(*dto.Metric) float64) (float64, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(strings.NewReader(text))
 	if err != nil {
@@ -59,7 +79,7 @@ func counterSum(text, name string, labels map[string]string) (float64, error) {
 			}
 		}
 		if match {
-			sum += m.GetCounter().GetValue()
+			sum += value(m)
 		}
 	}
 	return sum, nil

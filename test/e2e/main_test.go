@@ -17,7 +17,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testutil.RunChild(map[string]func() int{"crash": crashChild, "ctrlcache": ctrlcacheChild})
+	testutil.RunChild(map[string]func() int{"crash": crashChild, "ctrlcache": ctrlcacheChild, "upgrade": upgradeChild})
 	code := m.Run()
 	if err := stopSharedCluster(code != 0); err != nil {
 		fmt.Fprintln(os.Stderr, err)

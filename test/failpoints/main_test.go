@@ -15,6 +15,7 @@ func TestMain(m *testing.M) {
 		"informer": informerChild,
 		"migrate":  migrateChild,
 		"compact":  compactChild,
+		"upgrade":  upgradeChild,
 	})
 	goleak.VerifyTestMain(m)
 }
