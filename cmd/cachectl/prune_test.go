@@ -65,9 +65,9 @@ func TestPrune(t *testing.T) {
 
 func TestPruneErrors(t *testing.T) {
 	path := pruneFixture(t)
-	cachectl(t, "prune", "--db", path).failed(t, 2, "--unused-for DURATION or --store NAME is required")
-	cachectl(t, "prune", "--db", path, "--unused-for", "-1h").failed(t, 2, "--unused-for must be positive")
-	cachectl(t, "prune", "--unused-for", "1h").failed(t, 2, "--db PATH is required")
+	cachectl(t, "prune", "--db", path).failed(t, 1, "--unused-for DURATION or --store NAME is required")
+	cachectl(t, "prune", "--db", path, "--unused-for", "-1h").failed(t, 1, "--unused-for must be positive")
+	cachectl(t, "prune", "--unused-for", "1h").failed(t, 1, "--db PATH is required")
 	// A file a process holds is never pruned: that process uses its stores.
 	db, err := cachefile.Open(path, cachefile.Options{NoSync: true})
 	if err != nil {
