@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -194,13 +193,6 @@ func (inf *Informer) claimStart(logger klog.Logger) (cache.TransformFunc, reflec
 // measures a warm restart's peak heap).
 const replayEventLimit = 64
 
-// encodingKeeper is a ListerWatcher that keeps the protobuf bytes each
-// object it delivers was decoded from (reflector.ListWatch).
-type encodingKeeper interface {
-	KeepEncoded()
-	TakeEncoded(obj runtime.Object) ([]byte, bool)
-}
-
 // newPipeline reads the store's state and builds the queue and the
 // reflector, or returns nil if the state cannot be read or a damaged
 // record forbids the start. clusterRelist, when set, is why the first list
@@ -225,12 +217,6 @@ func (inf *Informer) newPipeline(logger klog.Logger, clusterRelist reflector.Rel
 		if rebuilt {
 			rv, relisting = "", false // the store is empty: a cold start
 		}
-	}
-	// A ListWatch that keeps the bytes each object arrived in spares the
-	// store encoding it again, unless a transform changes the objects.
-	if k, ok := inf.lw.(encodingKeeper); ok && transform == nil {
-		k.KeepEncoded()
-		inf.store.UseReceivedEncoding(k.TakeEncoded)
 	}
 	// A warm start is synced once the replay is distributed and the watch
 	// from the stored RV is established; the two run at the same time.

@@ -142,7 +142,7 @@ func (r *Reflector) addPages(ctx context.Context, items []runtime.Object) error 
 			items = items[1:]
 		}
 		n := len(page)
-		if err := r.sink.AddListPage(page); err != nil {
+		if err := r.sink.AddListPage(page, nil); err != nil {
 			return fmt.Errorf("%w: AddListPage: %w", ErrSink, err)
 		}
 		r.metrics.ListPage(n)

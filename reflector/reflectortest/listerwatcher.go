@@ -94,6 +94,14 @@ func (r *Request) RespondWatch() *Watcher {
 	return w
 }
 
+// RespondEncodedWatch answers a Watch with a new EncodedWatcher and
+// returns it.
+func (r *Request) RespondEncodedWatch() EncodedWatcher {
+	w := NewEncodedWatcher()
+	r.reply <- reply{w: w}
+	return w
+}
+
 // Done is closed when the context of the request is done.
 func (r *Request) Done() <-chan struct{} { return r.ctx.Done() }
 
