@@ -22,6 +22,7 @@ import (
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -186,7 +187,7 @@ func TestClusterChangedEmptiesTheStoreAndRelists(t *testing.T) {
 	stop()
 
 	inf, rec, reg, stop := runOn(t, path, b, true)
-	if want := []string{fmt.Sprintf(`LIST rv="" limit=%d`, reflector.DefaultPageSize), `WATCH rv="40"`}; !slices.Equal(b.requests(), want) {
+	if want := []string{fmt.Sprintf(`LIST rv="" limit=%d`, listwatcher.DefaultPageSize), `WATCH rv="40"`}; !slices.Equal(b.requests(), want) {
 		t.Fatalf("requests on cluster B %v, want %v", b.requests(), want)
 	}
 	if got := clusterContent(b); !maps.Equal(storeContent(inf), got) {
@@ -196,8 +197,8 @@ func TestClusterChangedEmptiesTheStoreAndRelists(t *testing.T) {
 	if got := rec.snapshot(); !sameEvents(got, want) {
 		t.Fatalf("handler saw %v, want only B's objects as initial adds %v", got, want)
 	}
-	if r := relistReasons(t, reg); r[string(reflector.RelistClusterChanged)] != 1 || len(r) != 1 {
-		t.Fatalf("relists_total %v, want one %s", r, reflector.RelistClusterChanged)
+	if r := relistReasons(t, reg); r[string(listwatcher.RelistClusterChanged)] != 1 || len(r) != 1 {
+		t.Fatalf("relists_total %v, want one %s", r, listwatcher.RelistClusterChanged)
 	}
 	if keys, _ := inf.GetIndexer().IndexKeys("node", "n1"); len(keys) != 0 {
 		t.Fatalf("cluster A's index entries survived: %v", keys)
@@ -228,14 +229,14 @@ func TestRVAheadRelistsAndDiffs(t *testing.T) {
 
 	inf, rec, reg, stop := runOn(t, path, b, false)
 	defer stop()
-	if want := []string{`LIST rv="" limit=1`, fmt.Sprintf(`LIST rv="" limit=%d`, reflector.DefaultPageSize), `WATCH rv="40"`}; !slices.Equal(b.requests(), want) {
+	if want := []string{`LIST rv="" limit=1`, fmt.Sprintf(`LIST rv="" limit=%d`, listwatcher.DefaultPageSize), `WATCH rv="40"`}; !slices.Equal(b.requests(), want) {
 		t.Fatalf("requests on cluster B %v, want %v", b.requests(), want)
 	}
 	if got := clusterContent(b); !maps.Equal(storeContent(inf), got) {
 		t.Fatalf("store %v, cluster B %v", storeContent(inf), got)
 	}
-	if r := relistReasons(t, reg); r[string(reflector.RelistRVAhead)] != 1 || len(r) != 1 {
-		t.Fatalf("relists_total %v, want one %s", r, reflector.RelistRVAhead)
+	if r := relistReasons(t, reg); r[string(listwatcher.RelistRVAhead)] != 1 || len(r) != 1 {
+		t.Fatalf("relists_total %v, want one %s", r, listwatcher.RelistRVAhead)
 	}
 	want := []string{
 		`ns/p1 add@880 initial=true`, `ns/p2 add@890 initial=true`, `ns/p3 add@900 initial=true`, // the replay

@@ -14,8 +14,8 @@ import (
 	"github.com/boltinformer/boltinformer/deltafifo"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/failpoint"
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
 	"github.com/boltinformer/boltinformer/processor"
-	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // processLoop pops deltas in batches and applies each batch in one bbolt
@@ -189,7 +189,7 @@ const paceTimeout = time.Second
 // client-go's handlers are never waited for: their backlog holds objects
 // its store holds too. Here the notifications hold the only decoded copies
 // of what a list or a replay hands on, and both read ahead only as fast as
-// they hand on (reflector.Sink.WaitBelow, the replay's chunks). A handler
+// they hand on (listwatcher.Sink.WaitBelow, the replay's chunks). A handler
 // slower than them would otherwise keep every object it has not yet been
 // called with on the heap, the whole list or file at worst. With the pace,
 // a list page is notified once the handlers have started their calls for
@@ -435,7 +435,7 @@ func (r *relistProgress) done(logger klog.Logger, rv string, now time.Time) {
 		d = now.Sub(r.start).Round(time.Millisecond)
 	}
 	kv := []any{"reason", r.reason, "objects", r.objects, "duration", d, "resourceVersion", rv}
-	if r.reason == string(reflector.RelistColdStart) {
+	if r.reason == string(listwatcher.RelistColdStart) {
 		logger.Info("Cold start done: listed and stored every object", kv...)
 	} else {
 		logger.Info("Relist done: stored what changed since the store's resourceVersion", append(kv,

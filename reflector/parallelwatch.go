@@ -202,7 +202,7 @@ func sniffWatchFormat(br *bufio.Reader) (string, error) {
 	case err != nil:
 		return mediaTypeProtobuf, nil
 	}
-	return "", fmt.Errorf("%w: the response starts with %q", ErrWatchFormat, head)
+	return "", fmt.Errorf("%w: the response starts with %q", errWatchFormat, head)
 }
 
 // streamDecoders returns the decoder of body's events and the decoder of
@@ -217,7 +217,7 @@ func streamDecoders(body io.ReadCloser, scheme *k8sruntime.Scheme, codecs k8srun
 	}
 	info, ok := k8sruntime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mediaType)
 	if !ok || info.StreamSerializer == nil {
-		return nil, objectDecoder{}, fmt.Errorf("%w: no stream decoder for %s", ErrWatchFormat, mediaType)
+		return nil, objectDecoder{}, fmt.Errorf("%w: no stream decoder for %s", errWatchFormat, mediaType)
 	}
 	frames := info.StreamSerializer.Framer.NewFrameReader(readCloser{br, body})
 	objects := objectDecoder{scheme: scheme, codec: codecs.DecoderToVersion(info.Serializer, nil), copyStrings: copyStrings}

@@ -1,4 +1,4 @@
-package reflector_test
+package listwatcher_test
 
 import (
 	"fmt"
@@ -6,9 +6,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
+	rt "github.com/boltinformer/boltinformer/internal/listwatcher/listwatchertest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 // expectEncodings checks the encodings the sink received with each call,
@@ -40,7 +41,7 @@ func expectEncodings(t *testing.T, s *rt.Sink, want ...string) {
 // each ADDED and MODIFIED object's to the sink with the object; a plain
 // watch hands none.
 func TestWatchHandsOverEncodings(t *testing.T) {
-	h := start(t, reflector.Options{StartRV: "100"})
+	h := start(t, listwatcher.Options{StartRV: "100"})
 	req := h.lw.Next(t)
 	expectWatch(t, req, "100")
 	w := req.RespondEncodedWatch()
@@ -62,7 +63,7 @@ func TestWatchHandsOverEncodings(t *testing.T) {
 // objects, one per object; the watch that goes on after the initial events
 // hands over its events' as any watch does.
 func TestWatchListHandsOverEncodings(t *testing.T) {
-	h := start(t, reflector.Options{WatchList: reflector.WatchListOn, PageSize: 2})
+	h := start(t, listwatcher.Options{WatchList: reflector.WatchListOn, PageSize: 2})
 	req := h.lw.Next(t)
 	expectWatchList(t, req)
 	w := req.RespondEncodedWatch()

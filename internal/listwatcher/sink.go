@@ -1,4 +1,4 @@
-package reflector
+package listwatcher
 
 import "context"
 
@@ -13,13 +13,13 @@ import "context"
 // or the relist) and is reported to the WatchErrorHandler; after a backoff the
 // reflector re-watches from the last RV the sink accepted, or relists again.
 //
-// With an object the reflector may hand over encoded, the protobuf bytes the
-// object was decoded from (the object's own encoding, without the
-// apiserver's envelope), which a watch of a ListWatch gives: a sink that
-// stores the object unchanged may write them instead of encoding it again.
-// They are nil when the watch gave none (JSON, another ListerWatcher, a
-// paged LIST). The sink owns them as it owns the object, and must never
-// write into them.
+// With an object the reflector may hand over encoded, the protobuf bytes
+// the object was decoded from (the object's own encoding, without the
+// apiserver's envelope), which a watch of a reflector.ListWatch gives: a
+// sink that stores the object unchanged may write them instead of encoding
+// it again. They are nil when the watch gave none (JSON, another
+// ListerWatcher, a paged LIST). The sink owns them as it owns the object,
+// and must never write into them.
 type Sink interface {
 	// AddEncoded, UpdateEncoded and Delete hand over a watch event's object;
 	// the sink owns it. encoded may be nil.

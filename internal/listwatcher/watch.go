@@ -1,4 +1,4 @@
-package reflector
+package listwatcher
 
 import (
 	"context"
@@ -246,7 +246,7 @@ func (r *Reflector) consumeWatch(ctx context.Context, w watch.Interface, start t
 
 // eventsOf returns the channel w's events come out of, one of the two:
 // with the encodings of their objects when w has them (a watch of a
-// ListWatch), else plain.
+// reflector.ListWatch), else plain.
 func eventsOf(w watch.Interface) (<-chan watch.Event, <-chan encodedwatch.Event) {
 	if ew, ok := w.(encodedwatch.Interface); ok {
 		return nil, ew.EncodedResultChan()

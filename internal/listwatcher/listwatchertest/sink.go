@@ -1,4 +1,4 @@
-package reflectortest
+package listwatchertest
 
 import (
 	"context"
