@@ -27,8 +27,8 @@ const maxEncodedBytes = 4 << 20
 type Item struct {
 	cache.Delta
 	// Encoded is nil when the object came without an encoding, when the
-	// transformer may have changed the object, or when the queue held
-	// maxEncodedBytes of encodings already. Nothing may write into it.
+	// transformer may have changed the object, or when the queue held its
+	// bound of encodings (4 MiB) already. Nothing may write into it.
 	Encoded []byte
 }
 
