@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/boltinformer/boltinformer/internal/boltstore"
-	"github.com/boltinformer/boltinformer/reflector"
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
 )
 
 // ClusterIdentityFunc returns a string that identifies the cluster the
@@ -43,7 +43,7 @@ func KubeSystemUID(namespaces corev1client.NamespacesGetter) ClusterIdentityFunc
 // clusterBackoff paces the retries of a ClusterIdentityFunc that fails (the
 // apiserver is down): as the reflector's, 800 ms doubling to 30 s.
 func clusterBackoff() wait.Backoff {
-	return wait.Backoff{Duration: reflector.DefaultBackoffInit, Factor: 2, Jitter: 0.5, Cap: reflector.DefaultBackoffMax, Steps: 1 << 30}
+	return wait.Backoff{Duration: listwatcher.DefaultBackoffInit, Factor: 2, Jitter: 0.5, Cap: listwatcher.DefaultBackoffMax, Steps: 1 << 30}
 }
 
 // clusterIdentity asks a Cache's ClusterIdentityFunc for all its
@@ -152,7 +152,7 @@ func (ci *clusterIdentity) ask(ctx context.Context, inf *Informer) (string, bool
 // until ctx is done, and returns ok=false then; the informer must not start
 // without knowing the cluster. An informer that has already started (or
 // stopped) is left to Run to refuse.
-func (inf *Informer) checkCluster(ctx context.Context) (reason reflector.RelistReason, ok bool) {
+func (inf *Informer) checkCluster(ctx context.Context) (reason listwatcher.RelistReason, ok bool) {
 	inf.startedMu.Lock()
 	skip := inf.started || inf.stopped
 	inf.startedMu.Unlock()
@@ -177,7 +177,7 @@ func (inf *Informer) checkCluster(ctx context.Context) (reason reflector.RelistR
 		return "", true
 	}
 	logger.Info("The store belonged to another cluster: emptied it, relisting", "cluster", id, "previousCluster", rep.Previous)
-	return reflector.RelistClusterChanged, true
+	return listwatcher.RelistClusterChanged, true
 }
 
 // markStoppedBeforeStart records that Run returned before the informer started.

@@ -22,6 +22,7 @@ import (
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -199,7 +200,7 @@ func TestClusterChangedEmptiesTheStoreAndRelists(t *testing.T) {
 	inf, rec, reg, stop := runOn(t, path, b, true)
 	// A relist syncs when the queue has applied it, whether or not the
 	// reflector has asked for its WATCH yet.
-	awaitRequests(t, "requests on cluster B", b, fmt.Sprintf(`LIST rv="" limit=%d`, reflector.DefaultPageSize), `WATCH rv="40"`)
+	awaitRequests(t, "requests on cluster B", b, fmt.Sprintf(`LIST rv="" limit=%d`, listwatcher.DefaultPageSize), `WATCH rv="40"`)
 	if got := clusterContent(b); !maps.Equal(storeContent(inf), got) {
 		t.Fatalf("store %v, cluster B %v", storeContent(inf), got)
 	}
@@ -207,8 +208,8 @@ func TestClusterChangedEmptiesTheStoreAndRelists(t *testing.T) {
 	if got := rec.snapshot(); !sameEvents(got, want) {
 		t.Fatalf("handler saw %v, want only B's objects as initial adds %v", got, want)
 	}
-	if r := relistReasons(t, reg); r[string(reflector.RelistClusterChanged)] != 1 || len(r) != 1 {
-		t.Fatalf("relists_total %v, want one %s", r, reflector.RelistClusterChanged)
+	if r := relistReasons(t, reg); r[string(listwatcher.RelistClusterChanged)] != 1 || len(r) != 1 {
+		t.Fatalf("relists_total %v, want one %s", r, listwatcher.RelistClusterChanged)
 	}
 	if keys, _ := inf.GetIndexer().IndexKeys("node", "n1"); len(keys) != 0 {
 		t.Fatalf("cluster A's index entries survived: %v", keys)
@@ -239,12 +240,12 @@ func TestRVAheadRelistsAndDiffs(t *testing.T) {
 
 	inf, rec, reg, stop := runOn(t, path, b, false)
 	defer stop()
-	awaitRequests(t, "requests on cluster B", b, `LIST rv="" limit=1`, fmt.Sprintf(`LIST rv="" limit=%d`, reflector.DefaultPageSize), `WATCH rv="40"`)
+	awaitRequests(t, "requests on cluster B", b, `LIST rv="" limit=1`, fmt.Sprintf(`LIST rv="" limit=%d`, listwatcher.DefaultPageSize), `WATCH rv="40"`)
 	if got := clusterContent(b); !maps.Equal(storeContent(inf), got) {
 		t.Fatalf("store %v, cluster B %v", storeContent(inf), got)
 	}
-	if r := relistReasons(t, reg); r[string(reflector.RelistRVAhead)] != 1 || len(r) != 1 {
-		t.Fatalf("relists_total %v, want one %s", r, reflector.RelistRVAhead)
+	if r := relistReasons(t, reg); r[string(listwatcher.RelistRVAhead)] != 1 || len(r) != 1 {
+		t.Fatalf("relists_total %v, want one %s", r, listwatcher.RelistRVAhead)
 	}
 	want := []string{
 		`ns/p1 add@880 initial=true`, `ns/p2 add@890 initial=true`, `ns/p3 add@900 initial=true`, // the replay

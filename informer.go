@@ -18,8 +18,8 @@ import (
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
 	"github.com/boltinformer/boltinformer/processor"
-	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // Informer is a cache.SharedIndexInformer whose store is on disk.
@@ -66,8 +66,8 @@ type Informer struct {
 	stopped           bool
 	running           bool
 	transform         cache.TransformFunc
-	watchErrorHandler reflector.WatchErrorHandler
-	refl              *reflector.Reflector
+	watchErrorHandler listwatcher.WatchErrorHandler
+	refl              *listwatcher.Reflector
 
 	// db is the cache file; markSynced makes a new file durable first.
 	db         *cachefile.DB
@@ -103,7 +103,7 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 		opts.BatchSize = DefaultBatchSize
 	}
 	if opts.PageSize <= 0 {
-		opts.PageSize = reflector.DefaultPageSize
+		opts.PageSize = listwatcher.DefaultPageSize
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -289,7 +289,7 @@ func (inf *Informer) SetWatchErrorHandlerWithContext(handler cache.WatchErrorHan
 	}
 	// A stand-in that client-go's DefaultWatchErrorHandler can read its name from.
 	stand := cache.NewNamedReflector(inf.name, inf.lw, inf.objType, cache.NewStore(cache.MetaNamespaceKeyFunc), 0)
-	inf.watchErrorHandler = func(ctx context.Context, _ *reflector.Reflector, err error) { handler(ctx, stand, err) }
+	inf.watchErrorHandler = func(ctx context.Context, _ *listwatcher.Reflector, err error) { handler(ctx, stand, err) }
 	return nil
 }
 

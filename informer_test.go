@@ -27,8 +27,8 @@ import (
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
 	"github.com/boltinformer/boltinformer/internal/testutil"
-	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // waitTimeout bounds every wait on an informer in this package's tests.
@@ -371,7 +371,7 @@ func (w *handshakeWatch) send(t *testing.T, ev watch.Event) {
 // proves it established.
 func TestStopDuringReplayDoesNotSync(t *testing.T) {
 	src := newSource(t)
-	const stored = 4 * reflector.DefaultPageSize
+	const stored = 4 * listwatcher.DefaultPageSize
 	for i := range stored {
 		src.Add(testutil.Pod("ns", fmt.Sprintf("p%05d", i), ""))
 	}

@@ -12,8 +12,8 @@ import (
 
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
 	"github.com/boltinformer/boltinformer/migrations"
-	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // Metric names follow Prometheus's conventions: the unit (seconds, bytes,
@@ -67,8 +67,8 @@ type metrics struct {
 // Values of the labels that counters are initialised with.
 var (
 	changeLabel  = [4]string{"unchanged", "added", "updated", "deleted"} // indexed by boltstore.ChangeType
-	relistLabels = []reflector.RelistReason{reflector.RelistColdStart, reflector.RelistRequired, reflector.RelistExpired, reflector.RelistTooLargeRV,
-		reflector.RelistRVAhead, reflector.RelistClusterChanged, reflector.RelistDamagedRecord}
+	relistLabels = []listwatcher.RelistReason{listwatcher.RelistColdStart, listwatcher.RelistRequired, listwatcher.RelistExpired, listwatcher.RelistTooLargeRV,
+		listwatcher.RelistRVAhead, listwatcher.RelistClusterChanged, listwatcher.RelistDamagedRecord}
 	replayLabels = []string{replayWarmStart, replayHandlerAdded}
 	// rebuildLabels are the reasons Open starts a file again.
 	rebuildLabels = []string{rebuildCorrupt, rebuildNewerSchema, rebuildNotDurable}
@@ -357,9 +357,9 @@ type reflectorMetrics struct {
 	logger klog.Logger
 }
 
-var _ reflector.Metrics = reflectorMetrics{}
+var _ listwatcher.Metrics = reflectorMetrics{}
 
-func (r reflectorMetrics) RelistStarted(reason reflector.RelistReason) {
+func (r reflectorMetrics) RelistStarted(reason listwatcher.RelistReason) {
 	r.inf.metrics.relists.WithLabelValues(r.inf.name, string(reason)).Inc()
 }
 func (r reflectorMetrics) ListRestarted() {}

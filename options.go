@@ -80,15 +80,14 @@ type InformerOptions struct {
 	// same on the reflector.ListWatch they make
 	// (ListWatchOptions.CopyStrings); set it there on one of your own.
 	CopyStrings bool
-	// PageSize is the LIST page size of a relist (default
-	// reflector.DefaultPageSize, 50): the relist holds about two pages of
-	// decoded objects on the heap.
+	// PageSize is the LIST page size of a relist (default 50): the relist
+	// holds about two pages of decoded objects on the heap.
 	PageSize int64
 	// PageBytes shrinks a relist's pages below PageSize when the objects
 	// are large: a page then holds about PageBytes of them by their
-	// protobuf size (default reflector.DefaultPageBytes, 256 KiB: 50 Pods
-	// of 4.4 KB, 28 of 9.3 KB; negative: PageSize only). It keeps a relist's
-	// heap bounded whatever the objects weigh.
+	// protobuf size (default 256 KiB: 50 Pods of 4.4 KB, 28 of 9.3 KB;
+	// negative: PageSize only). It keeps a relist's heap bounded whatever
+	// the objects weigh.
 	PageBytes int64
 	// WatchList chooses how a relist gets its snapshot.
 	WatchList reflector.WatchListMode
@@ -99,9 +98,8 @@ type InformerOptions struct {
 	// WatchEstablishedAfter is how long a WATCH resumed from the stored
 	// resourceVersion must run without an ERROR event before HasSynced turns
 	// true (an apiserver accepts a WATCH from an expired resourceVersion and
-	// sends 410 as its first event). Zero means
-	// reflector.DefaultWatchEstablishedAfter; raise it on a heavily loaded
-	// apiserver.
+	// sends 410 as its first event). Zero means 250 ms; raise it on a
+	// heavily loaded apiserver.
 	WatchEstablishedAfter time.Duration
 
 	// Clock drives resync and backoff; clock.RealClock if nil.

@@ -14,8 +14,8 @@ import (
 	"github.com/boltinformer/boltinformer/deltafifo"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/failpoint"
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
 	"github.com/boltinformer/boltinformer/processor"
-	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // processLoop pops deltas in batches and applies each batch in one bbolt
@@ -23,10 +23,7 @@ import (
 // closed and drained.
 func (inf *Informer) processLoop(ctx context.Context, queue *deltafifo.Queue) {
 	for {
-		err := queue.PopBatch(
-			func(deltas []cache.Delta, _ bool) error { return inf.handle(ctx, deltas) },
-			func(obj interface{}, _ bool) error { return inf.handle(ctx, obj.(cache.Deltas)) },
-		)
+		err := queue.PopItems(func(items []deltafifo.Item, _ bool) error { return inf.handle(ctx, items) })
 		switch {
 		case errors.Is(err, deltafifo.ErrClosed):
 			return
@@ -42,7 +39,12 @@ func (inf *Informer) processLoop(ctx context.Context, queue *deltafifo.Queue) {
 // commit that changes objects takes blockDeltas for one attempt and the
 // distribution of its changes (commitAndNotify), never across a retry's
 // wait.
-func (inf *Informer) handle(ctx context.Context, deltas []cache.Delta) error {
+//
+// A watch event or relist item of a ListWatch carries the protobuf bytes its
+// object was decoded from (deltafifo.Item.Encoded), unless a transform may
+// have changed the object: the store writes them instead of encoding the
+// object again.
+func (inf *Informer) handle(ctx context.Context, deltas []deltafifo.Item) error {
 	if inf.abandoned.Load() {
 		return nil
 	}
@@ -65,7 +67,7 @@ func sameClass(a, b cache.DeltaType) bool {
 	return (watch(a) && watch(b)) || (a == cache.Replaced && b == cache.Replaced)
 }
 
-func (inf *Informer) handleRun(ctx context.Context, run []cache.Delta) error {
+func (inf *Informer) handleRun(ctx context.Context, run []deltafifo.Item) error {
 	switch t := run[0].Type; t {
 	case cache.Added, cache.Updated, cache.Deleted:
 		return inf.applyEvents(ctx, run)
@@ -98,12 +100,12 @@ func (inf *Informer) handleRun(ctx context.Context, run []cache.Delta) error {
 }
 
 // applyEvents applies watch events with the RV of the last one.
-func (inf *Informer) applyEvents(ctx context.Context, run []cache.Delta) error {
+func (inf *Informer) applyEvents(ctx context.Context, run []deltafifo.Item) error {
 	ops := make([]boltstore.Op, len(run))
 	for i, d := range run {
-		ops[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: d.Object}
+		ops[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: d.Object, Encoded: d.Encoded}
 		if d.Type == cache.Deleted {
-			ops[i].Type = boltstore.OpDelete
+			ops[i] = boltstore.Op{Type: boltstore.OpDelete, Obj: d.Object}
 		}
 	}
 	apply := func(ops []boltstore.Op) ([]boltstore.Change, error) {
@@ -120,7 +122,7 @@ func (inf *Informer) applyEvents(ctx context.Context, run []cache.Delta) error {
 			inf.notify(ch, run[first+i].Object, false)
 		}
 	}
-	return inf.applyOps(ctx, ops, apply, notify, func(i int) error { return inf.dropRefused(ctx, run[i]) })
+	return inf.applyOps(ctx, ops, apply, notify, func(i int) error { return inf.dropRefused(ctx, run[i].Delta) })
 }
 
 // dropRefused deletes what the store holds under the key of an object it
@@ -158,10 +160,10 @@ func (inf *Informer) dropRefused(ctx context.Context, d cache.Delta) error {
 // and notified at once. An item the store refuses is not marked seen: the
 // end of the relist deletes what the store holds under its key and tells
 // the handlers with a tombstone, as dropRefused does for a watch event.
-func (inf *Informer) applyListPage(ctx context.Context, run []cache.Delta) error {
+func (inf *Informer) applyListPage(ctx context.Context, run []deltafifo.Item) error {
 	ops := make([]boltstore.Op, len(run))
 	for i, d := range run {
-		ops[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: d.Object}
+		ops[i] = boltstore.Op{Type: boltstore.OpUpsert, Obj: d.Object, Encoded: d.Encoded}
 	}
 	inf.relist.objects += len(run)
 	notify := func(first int, changes []boltstore.Change) {
@@ -187,7 +189,7 @@ const paceTimeout = time.Second
 // client-go's handlers are never waited for: their backlog holds objects
 // its store holds too. Here the notifications hold the only decoded copies
 // of what a list or a replay hands on, and both read ahead only as fast as
-// they hand on (reflector.Sink.WaitBelow, the replay's chunks). A handler
+// they hand on (listwatcher.Sink.WaitBelow, the replay's chunks). A handler
 // slower than them would otherwise keep every object it has not yet been
 // called with on the heap, the whole list or file at worst. With the pace,
 // a list page is notified once the handlers have started their calls for
@@ -433,7 +435,7 @@ func (r *relistProgress) done(logger klog.Logger, rv string, now time.Time) {
 		d = now.Sub(r.start).Round(time.Millisecond)
 	}
 	kv := []any{"reason", r.reason, "objects", r.objects, "duration", d, "resourceVersion", rv}
-	if r.reason == string(reflector.RelistColdStart) {
+	if r.reason == string(listwatcher.RelistColdStart) {
 		logger.Info("Cold start done: listed and stored every object", kv...)
 	} else {
 		logger.Info("Relist done: stored what changed since the store's resourceVersion", append(kv,

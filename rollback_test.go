@@ -14,10 +14,10 @@ import (
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/internal/testutil/schemafixture"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
-	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // stampNewer makes the closed file at path look written by a build of
@@ -104,7 +104,7 @@ func TestOpenSetsAsideANewerFileItCannotWrite(t *testing.T) {
 	h := schemafixture.History()
 	// A cold start: a WatchList, which the history server refuses, then
 	// a LIST and a WATCH from its RV.
-	want := []string{`WATCH rv="" sendInitialEvents`, fmt.Sprintf(`LIST rv="" limit=%d`, reflector.DefaultPageSize), fmt.Sprintf(`WATCH rv="%d"`, h.Final())}
+	want := []string{`WATCH rv="" sendInitialEvents`, fmt.Sprintf(`LIST rv="" limit=%d`, listwatcher.DefaultPageSize), fmt.Sprintf(`WATCH rv="%d"`, h.Final())}
 	if got := r.lw.requests(); !slices.Equal(got, want) {
 		t.Fatalf("requests %q, want a relist %q", got, want)
 	}

@@ -6,13 +6,12 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/boltinformer/boltinformer/deltafifo"
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
 	"github.com/boltinformer/boltinformer/processor"
-	"github.com/boltinformer/boltinformer/reflector"
 	"github.com/go-logr/logr"
 )
 
@@ -104,7 +103,7 @@ func (inf *Informer) runContext(ctx context.Context) (context.Context, klog.Logg
 // loop, the reflector, and the state of the store it started from.
 type pipeline struct {
 	queue       *deltafifo.Queue
-	refl        *reflector.Reflector
+	refl        *listwatcher.Reflector
 	rv          string // the stored RV at start
 	relisting   bool   // a relist was begun and not finished
 	reason      string // that relist's reason
@@ -130,7 +129,7 @@ type pipeline struct {
 // added after it waits for blockDeltas, sees started and replays the store
 // to itself alone (AddEventHandlerWithOptions); and no change is committed
 // in between, since each commit of the process loop takes blockDeltas too.
-func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, clusterRelist reflector.RelistReason, launch func(*pipeline)) *pipeline {
+func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, clusterRelist listwatcher.RelistReason, launch func(*pipeline)) *pipeline {
 	inf.blockDeltas.Lock()
 	defer inf.blockDeltas.Unlock()
 	transform, weh, ok := inf.claimStart(logger)
@@ -175,7 +174,7 @@ func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, clu
 // claimStart marks the informer started and running, unless it already
 // ran, and returns the transform and watch error handler set before it
 // (neither changes once started is set). The caller holds blockDeltas.
-func (inf *Informer) claimStart(logger klog.Logger) (cache.TransformFunc, reflector.WatchErrorHandler, bool) {
+func (inf *Informer) claimStart(logger klog.Logger) (cache.TransformFunc, listwatcher.WatchErrorHandler, bool) {
 	inf.startedMu.Lock()
 	defer inf.startedMu.Unlock()
 	if inf.started || inf.stopped {
@@ -194,19 +193,12 @@ func (inf *Informer) claimStart(logger klog.Logger) (cache.TransformFunc, reflec
 // measures a warm restart's peak heap).
 const replayEventLimit = 64
 
-// encodingKeeper is a ListerWatcher that keeps the protobuf bytes each
-// object it delivers was decoded from (reflector.ListWatch).
-type encodingKeeper interface {
-	KeepEncoded()
-	TakeEncoded(obj runtime.Object) ([]byte, bool)
-}
-
 // newPipeline reads the store's state and builds the queue and the
 // reflector, or returns nil if the state cannot be read or a damaged
 // record forbids the start. clusterRelist, when set, is why the first list
 // must be a relist (checkCluster emptied a store of another cluster). The
 // caller holds blockDeltas, not startedMu: this reads the disk.
-func (inf *Informer) newPipeline(logger klog.Logger, clusterRelist reflector.RelistReason, transform cache.TransformFunc, weh reflector.WatchErrorHandler) *pipeline {
+func (inf *Informer) newPipeline(logger klog.Logger, clusterRelist listwatcher.RelistReason, transform cache.TransformFunc, weh listwatcher.WatchErrorHandler) *pipeline {
 	rv, rvErr := inf.store.ResourceVersion()
 	relisting, reason, relErr := inf.store.RelistInProgress()
 	if err := errors.Join(rvErr, relErr); err != nil {
@@ -226,12 +218,6 @@ func (inf *Informer) newPipeline(logger klog.Logger, clusterRelist reflector.Rel
 			rv, relisting = "", false // the store is empty: a cold start
 		}
 	}
-	// A ListWatch that keeps the bytes each object arrived in spares the
-	// store encoding it again, unless a transform changes the objects.
-	if k, ok := inf.lw.(encodingKeeper); ok && transform == nil {
-		k.KeepEncoded()
-		inf.store.UseReceivedEncoding(k.TakeEncoded)
-	}
 	// A warm start is synced once the replay is distributed and the watch
 	// from the stored RV is established; the two run at the same time.
 	warm := &warmStart{warm: rv != "" && !relisting, synced: inf.markSynced}
@@ -248,7 +234,7 @@ func (inf *Informer) newPipeline(logger klog.Logger, clusterRelist reflector.Rel
 	// Only the WATCH from the stored RV syncs a warm start: one after a
 	// relist (410, RV ahead) is established before the queue has applied the
 	// relist, and finishRelist marks the informer synced then.
-	refl := reflector.New(inf.lw, inf.objType, queue, reflector.Options{
+	refl := listwatcher.New(inf.lw, inf.objType, queue, listwatcher.Options{
 		Name:                  inf.name,
 		StartRV:               rv,
 		MustRelist:            relisting || clusterRelist != "",
@@ -354,7 +340,7 @@ func (inf *Informer) replayStored(ctx context.Context, logger klog.Logger, p *pi
 	if !p.relisting {
 		// The relist already under way (an unfinished one) stores them again.
 		p.warm.relisting()
-		p.refl.RequestRelist(reflector.RelistDamagedRecord)
+		p.refl.RequestRelist(listwatcher.RelistDamagedRecord)
 	}
 	return true
 }

@@ -7,7 +7,10 @@
 // against it, plus boltinformer's extensions, each documented as such: a
 // paged relist delimited by marker Deltas ([ListStart] carrying its reason,
 // [ListComplete] its resourceVersion), producer backpressure
-// ([Queue.WaitBelow]) and [Queue.Len]. The package owns the queue only: the
+// ([Queue.WaitBelow]), [Queue.Len], and the protobuf bytes an object was
+// decoded from carried beside its Delta to the consumer ([Queue.AddEncoded],
+// [Queue.PopItems]), within a bound, so that the store writes them instead
+// of encoding the object again. The package owns the queue only: the
 // Deltas, their order and batching, and the HasSynced signal. It must never
 // touch bbolt or the API server, decode, copy or mutate objects (only the
 // configured transformer may), compute the deletions of a paged relist (the

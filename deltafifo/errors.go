@@ -17,6 +17,10 @@ var (
 	// relist was begun with BeginRelist.
 	ErrNoRelist = errors.New("deltafifo: no paged relist in progress")
 
+	// ErrPageEncodings is returned by AddListPage when its encodings are
+	// neither nil nor one per object.
+	ErrPageEncodings = errors.New("deltafifo: list page encodings do not match its objects")
+
 	// ErrInvalidLimit is returned by WaitBelow for a limit that no queue
 	// length can ever be below.
 	ErrInvalidLimit = errors.New("deltafifo: queue length limit must be positive")

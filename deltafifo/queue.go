@@ -12,6 +12,26 @@ import (
 // QueueOptions.BatchSize says otherwise; it is client-go's batch size.
 const DefaultBatchSize = 1000
 
+// maxEncodedBytes bounds the encodings a Queue holds (AddEncoded,
+// UpdateEncoded, AddListPage), queued or popped by PopItems and still
+// being processed: they are heap on top of their decoded objects. An
+// encoding that would pass the bound is dropped, its object queued
+// without it: the objects queued first, which the consumer takes first,
+// keep theirs.
+const maxEncodedBytes = 4 << 20
+
+// Item is a popped Delta, and for an Added, Updated or Replaced one, the
+// protobuf encoding its object was decoded from when the producer handed
+// it over: a consumer that stores the object may write those bytes instead
+// of encoding it again (PopItems). It is a boltinformer extension.
+type Item struct {
+	cache.Delta
+	// Encoded is nil when the object came without an encoding, when the
+	// transformer may have changed the object, or when the queue held its
+	// bound of encodings (4 MiB) already. Nothing may write into it.
+	Encoded []byte
+}
+
 // QueueOptions configures a Queue. The fields shared with
 // cache.RealFIFOOptions mean the same and obey the same rules.
 type QueueOptions struct {
@@ -72,7 +92,8 @@ type QueueOptions struct {
 // never saw included.
 //
 // Beyond client-go, Queue supports a paged relist (BeginRelist, AddListPage,
-// EndRelist), producer backpressure (WaitBelow, LimitEvents) and Len.
+// EndRelist), producer backpressure (WaitBelow, LimitEvents), Len, and
+// encodings carried beside the Deltas (AddEncoded, UpdateEncoded, PopItems).
 //
 // A Queue is safe for concurrent use by many producers and one consumer.
 type Queue struct {
@@ -105,6 +126,12 @@ type Queue struct {
 
 	// items holds the queued Deltas, oldest first.
 	items []cache.Delta
+	// encoded holds the encoding of each of items' objects, at the same
+	// index, or nil; it is as long as items.
+	encoded [][]byte
+	// encodedBytes is the length of the encodings in encoded and in the
+	// batch PopItems is processing, at most maxEncodedBytes.
+	encodedBytes int
 
 	// synced tracks the delivery of the first list, for HasSynced.
 	synced initialSync
@@ -196,18 +223,31 @@ func NewQueue(opts QueueOptions) *Queue {
 
 // Add enqueues an Added Delta for obj.
 func (q *Queue) Add(obj interface{}) error {
-	return q.event(cache.Added, obj)
+	return q.event(cache.Added, obj, nil)
 }
 
 // Update enqueues an Updated Delta for obj.
 func (q *Queue) Update(obj interface{}) error {
-	return q.event(cache.Updated, obj)
+	return q.event(cache.Updated, obj, nil)
 }
 
 // Delete enqueues a Deleted Delta for obj, whether or not the consumer knows
 // the object.
 func (q *Queue) Delete(obj interface{}) error {
-	return q.event(cache.Deleted, obj)
+	return q.event(cache.Deleted, obj, nil)
+}
+
+// AddEncoded is Add with encoded, the protobuf bytes obj was decoded from,
+// which PopItems hands over with the Delta (see Item); encoded may be nil.
+// It is a boltinformer extension.
+func (q *Queue) AddEncoded(obj interface{}, encoded []byte) error {
+	return q.event(cache.Added, obj, encoded)
+}
+
+// UpdateEncoded is Update with encoded, as AddEncoded. It is a boltinformer
+// extension.
+func (q *Queue) UpdateEncoded(obj interface{}, encoded []byte) error {
+	return q.event(cache.Updated, obj, encoded)
 }
 
 // event enqueues a watch event. An event before the first list means that
@@ -218,14 +258,14 @@ func (q *Queue) Delete(obj interface{}) error {
 // RealFIFO keeps by holding its lock through processing when that deep,
 // without stopping the producer (the reflector decoding the next events)
 // for the whole of a commit. Under LimitEvents it also waits at that limit.
-func (q *Queue) event(t cache.DeltaType, obj interface{}) error {
+func (q *Queue) event(t cache.DeltaType, obj interface{}, encoded []byte) error {
 	q.lock.Lock()
 	defer q.lock.Unlock()
 	for !q.closed && q.eventWaitsLocked() {
 		q.spaceFreed.Wait()
 	}
 	q.synced.eventLocked()
-	return q.appendLocked(t, obj, false)
+	return q.appendLocked(t, obj, encoded, false)
 }
 
 // eventWaitsLocked reports whether a watch event must wait for room: two
@@ -262,10 +302,12 @@ func (q *Queue) LimitEvents(n int) (restore func()) {
 	}
 }
 
-// appendLocked appends a Delta of type t for obj. It applies the transformer
-// unless skipTransform is set or obj is a tombstone, whose object came from
-// the consumer's store and was transformed on its way there.
-func (q *Queue) appendLocked(t cache.DeltaType, obj interface{}, skipTransform bool) error {
+// appendLocked appends a Delta of type t for obj, with encoded unless the
+// transformer is applied or the bound of encodings is reached. It applies
+// the transformer unless skipTransform is set or obj is a tombstone, whose
+// object came from the consumer's store and was transformed on its way
+// there.
+func (q *Queue) appendLocked(t cache.DeltaType, obj interface{}, encoded []byte, skipTransform bool) error {
 	if _, err := q.KeyOf(obj); err != nil {
 		return cache.KeyError{Obj: obj, Err: err}
 	}
@@ -275,16 +317,44 @@ func (q *Queue) appendLocked(t cache.DeltaType, obj interface{}, skipTransform b
 			if err != nil {
 				return fmt.Errorf("deltafifo: transforming object: %w", err)
 			}
-			obj = transformed
+			obj, encoded = transformed, nil
 		}
 	}
-	q.pushLocked(cache.Delta{Type: t, Object: obj})
+	q.items = append(q.items, cache.Delta{Type: t, Object: obj})
+	q.encoded = append(q.encoded, q.holdEncodedLocked(encoded))
+	q.pushedLocked()
 	return nil
 }
 
-// pushLocked appends deltas and wakes the consumer.
+// holdEncodedLocked counts encoded among the encodings the queue holds and
+// returns it, or returns nil if it would pass maxEncodedBytes.
+func (q *Queue) holdEncodedLocked(encoded []byte) []byte {
+	if len(encoded) == 0 || q.encodedBytes+len(encoded) > maxEncodedBytes {
+		return nil
+	}
+	q.encodedBytes += len(encoded)
+	return encoded
+}
+
+// releaseEncodedLocked stops counting encoded, which the queue no longer
+// holds.
+func (q *Queue) releaseEncodedLocked(encoded [][]byte) {
+	for _, b := range encoded {
+		q.encodedBytes -= len(b)
+	}
+}
+
+// pushLocked appends deltas, without encodings, and wakes the consumer.
 func (q *Queue) pushLocked(deltas ...cache.Delta) {
 	q.items = append(q.items, deltas...)
+	for range deltas {
+		q.encoded = append(q.encoded, nil)
+	}
+	q.pushedLocked()
+}
+
+// pushedLocked wakes the consumer once Deltas were appended.
+func (q *Queue) pushedLocked() {
 	q.notEmpty.Broadcast()
 	q.metrics.depth.Set(float64(len(q.items)))
 }

@@ -35,6 +35,7 @@ func (q *Queue) Pop(process cache.PopProcessFunc) (interface{}, error) {
 
 	isInInitialList := !q.synced.hasSyncedLocked()
 	item := q.items[0]
+	q.releaseEncodedLocked(q.encoded[:1]) // not handed over
 	q.takeLocked(1)
 	// Counted only after processing, so HasSynced never turns true while the
 	// last Delta of the first list is still being processed.
@@ -74,6 +75,7 @@ func (q *Queue) PopBatch(processBatch cache.ProcessBatchFunc, processSingle cach
 	n := q.batchLenLocked()
 	batch := make([]cache.Delta, n)
 	copy(batch, q.items[:n])
+	q.releaseEncodedLocked(q.encoded[:n]) // not handed over
 	q.takeLocked(n)
 	defer q.synced.poppedLocked(n)
 
@@ -87,6 +89,37 @@ func (q *Queue) PopBatch(processBatch cache.ProcessBatchFunc, processSingle cach
 	}
 	return q.processLocked(func() error {
 		return processBatch(batch, isInInitialList)
+	})
+}
+
+// PopItems is PopBatch for a consumer of Items: it removes the Deltas
+// PopBatch would and calls process with them and their encodings, whether
+// they are one or many. The encodings count towards the queue's bound
+// until process returns. It is a boltinformer extension.
+func (q *Queue) PopItems(process func(items []Item, isInInitialList bool) error) error {
+	q.lock.Lock()
+	defer q.lock.Unlock()
+	if err := q.waitNotEmptyLocked(); err != nil {
+		return err
+	}
+
+	isInInitialList := !q.synced.hasSyncedLocked()
+	n := q.batchLenLocked()
+	batch := make([]Item, n)
+	held := 0
+	for i := range batch {
+		batch[i] = Item{Delta: q.items[i], Encoded: q.encoded[i]}
+		held += len(q.encoded[i])
+	}
+	q.takeLocked(n)
+	defer q.synced.poppedLocked(n)
+	defer func() { q.encodedBytes -= held }()
+
+	if tr := q.slowPopTraceLocked("Queue PopItems Process", batch[0].Delta, n); tr != nil {
+		defer tr.LogIfLong(slowPopThresholdFor(n))
+	}
+	return q.processLocked(func() error {
+		return process(batch, isInInitialList)
 	})
 }
 
@@ -140,7 +173,9 @@ func (q *Queue) takeLocked(n int) {
 	// Clear the popped slots: the backing array outlives them, and would
 	// otherwise keep the objects from being collected.
 	clear(q.items[:n])
+	clear(q.encoded[:n])
 	q.items = q.items[n:]
+	q.encoded = q.encoded[n:]
 	q.spaceFreed.Broadcast()
 	q.metrics.depth.Set(float64(len(q.items)))
 }

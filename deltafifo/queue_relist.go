@@ -28,14 +28,19 @@ func (q *Queue) BeginRelist(reason string) error {
 }
 
 // AddListPage enqueues a Replaced Delta for each object of one page of a
-// paged relist, in order, transformed like Replace's. The page is enqueued
-// whole or not at all: if a key cannot be computed or the transformer fails,
-// nothing is. It is a boltinformer extension; see BeginRelist.
-func (q *Queue) AddListPage(objs []interface{}) error {
+// paged relist, in order, transformed like Replace's. encoded is nil or
+// holds, for each object, the protobuf bytes it was decoded from (nil for
+// none), as AddEncoded. The page is enqueued whole or not at all: if a key
+// cannot be computed or the transformer fails, nothing is. It is a
+// boltinformer extension; see BeginRelist.
+func (q *Queue) AddListPage(objs []interface{}, encoded [][]byte) error {
 	q.lock.Lock()
 	defer q.lock.Unlock()
 	if err := q.checkRelistingLocked(); err != nil {
 		return err
+	}
+	if encoded != nil && len(encoded) != len(objs) {
+		return fmt.Errorf("%w: %d objects, %d encodings", ErrPageEncodings, len(objs), len(encoded))
 	}
 	for _, obj := range objs {
 		if _, err := q.KeyOf(obj); err != nil {
@@ -46,11 +51,18 @@ func (q *Queue) AddListPage(objs []interface{}) error {
 	if err != nil {
 		return err
 	}
-	page := make([]cache.Delta, len(transformed))
-	for i, obj := range transformed {
-		page[i] = cache.Delta{Type: cache.Replaced, Object: obj}
+	if q.transformer != nil {
+		encoded = nil // the transformer may have changed the objects
 	}
-	q.pushLocked(page...)
+	for i, obj := range transformed {
+		var enc []byte
+		if encoded != nil {
+			enc = q.holdEncodedLocked(encoded[i])
+		}
+		q.items = append(q.items, cache.Delta{Type: cache.Replaced, Object: obj})
+		q.encoded = append(q.encoded, enc)
+	}
+	q.pushedLocked()
 	return nil
 }
 

@@ -91,9 +91,9 @@ func TestRelistMarkersKeepTheirPlace(t *testing.T) {
 			q := newTestQueue(t, opts)
 			must(t, q.Add(obj("a", 1)))
 			must(t, q.BeginRelist("test"))
-			must(t, q.AddListPage([]interface{}{obj("b", 2), obj("c", 3)}))
+			must(t, q.AddListPage([]interface{}{obj("b", 2), obj("c", 3)}, nil))
 			must(t, q.Update(obj("a", 4)))
-			must(t, q.AddListPage([]interface{}{obj("a", 5)}))
+			must(t, q.AddListPage([]interface{}{obj("a", 5)}, nil))
 			must(t, q.EndRelist("42"))
 			must(t, q.Delete(obj("b", 6)))
 			if got := q.Len(); got != 8 {
@@ -139,7 +139,7 @@ func must(t *testing.T, err error) {
 func TestMarkersEndBatchesButNeverJoinThem(t *testing.T) {
 	q := newTestQueue(t, QueueOptions{})
 	must(t, q.BeginRelist("test"))
-	must(t, q.AddListPage([]interface{}{obj("a", 1), obj("b", 2)}))
+	must(t, q.AddListPage([]interface{}{obj("a", 1), obj("b", 2)}, nil))
 	must(t, q.EndRelist("7"))
 	must(t, q.BeginRelist("test"))
 	must(t, q.EndRelist("8"))
@@ -161,7 +161,7 @@ func TestPagedRelistSyncsWhenListCompleteIsProcessed(t *testing.T) {
 	// Unlocked while processing, so the process function can ask HasSynced.
 	q := newTestQueue(t, QueueOptions{UnlockWhileProcessing: true})
 	must(t, q.BeginRelist("test"))
-	must(t, q.AddListPage([]interface{}{obj("a", 1)}))
+	must(t, q.AddListPage([]interface{}{obj("a", 1)}, nil))
 
 	// Pages popped before the list ends belong to the initial list.
 	popOne := func(wantSynced bool) {
@@ -182,7 +182,7 @@ func TestPagedRelistSyncsWhenListCompleteIsProcessed(t *testing.T) {
 	}
 	popOne(false) // ListStart
 	popOne(false) // a
-	must(t, q.AddListPage([]interface{}{obj("b", 2)}))
+	must(t, q.AddListPage([]interface{}{obj("b", 2)}, nil))
 	must(t, q.EndRelist("9"))
 	if q.HasSynced() || cache.IsDone(q.HasSyncedChecker()) {
 		t.Fatal("synced before the end of the list was processed")
@@ -204,7 +204,7 @@ func TestPagedRelistSyncsWhenListCompleteIsProcessed(t *testing.T) {
 func TestEventBeforeFirstRelistEndSyncs(t *testing.T) {
 	q := newTestQueue(t, QueueOptions{})
 	must(t, q.BeginRelist("test"))
-	must(t, q.AddListPage([]interface{}{obj("a", 1)}))
+	must(t, q.AddListPage([]interface{}{obj("a", 1)}, nil))
 	if q.HasSynced() {
 		t.Fatal("synced by BeginRelist and AddListPage alone")
 	}
@@ -218,7 +218,7 @@ func TestEventBeforeFirstRelistEndSyncs(t *testing.T) {
 
 func TestRelistCallsOutOfOrder(t *testing.T) {
 	q := newTestQueue(t, QueueOptions{})
-	if err := q.AddListPage([]interface{}{obj("a", 1)}); !errors.Is(err, ErrNoRelist) {
+	if err := q.AddListPage([]interface{}{obj("a", 1)}, nil); !errors.Is(err, ErrNoRelist) {
 		t.Errorf("AddListPage before BeginRelist = %v, want ErrNoRelist", err)
 	}
 	if err := q.EndRelist("1"); !errors.Is(err, ErrNoRelist) {
@@ -226,7 +226,7 @@ func TestRelistCallsOutOfOrder(t *testing.T) {
 	}
 	must(t, q.BeginRelist("test"))
 	must(t, q.EndRelist("2"))
-	if err := q.AddListPage(nil); !errors.Is(err, ErrNoRelist) {
+	if err := q.AddListPage(nil, nil); !errors.Is(err, ErrNoRelist) {
 		t.Errorf("AddListPage after EndRelist = %v, want ErrNoRelist", err)
 	}
 	if got := q.Len(); got != 2 {
@@ -239,17 +239,17 @@ func TestAddListPageIsAllOrNothing(t *testing.T) {
 	must(t, q.BeginRelist("test"))
 
 	var keyErr cache.KeyError
-	if err := q.AddListPage([]interface{}{obj("a", 1), testObj{Val: 2}}); !errors.As(err, &keyErr) || !errors.Is(err, errNoKey) {
+	if err := q.AddListPage([]interface{}{obj("a", 1), testObj{Val: 2}}, nil); !errors.As(err, &keyErr) || !errors.Is(err, errNoKey) {
 		t.Errorf("AddListPage with a keyless object = %v, want a cache.KeyError wrapping errNoKey", err)
 	}
-	if err := q.AddListPage([]interface{}{obj("a", 1), obj("b", -1)}); !errors.Is(err, errTransform) {
+	if err := q.AddListPage([]interface{}{obj("a", 1), obj("b", -1)}, nil); !errors.Is(err, errTransform) {
 		t.Errorf("AddListPage with an object the transformer refuses = %v, want errTransform", err)
 	}
 	if got := q.Len(); got != 1 {
 		t.Fatalf("Len() = %d after failed pages, want 1 (ListStart)", got)
 	}
 
-	must(t, q.AddListPage([]interface{}{obj("a", 1)}))
+	must(t, q.AddListPage([]interface{}{obj("a", 1)}, nil))
 	// No list has ended yet: what is popped belongs to the initial list.
 	want := []popped{
 		{single: true, initial: true, deltas: []cache.Delta{{Type: ListStart, Object: ListStartInfo{Reason: "test"}}}},
@@ -263,7 +263,7 @@ func TestReplaceAndResyncSkipQueuedMarkers(t *testing.T) {
 	known.objs["ns/k"] = obj("k", 1)
 	q := newTestQueue(t, QueueOptions{KnownObjects: known})
 	must(t, q.BeginRelist("test"))
-	must(t, q.AddListPage([]interface{}{obj("a", 2)}))
+	must(t, q.AddListPage([]interface{}{obj("a", 2)}, nil))
 	must(t, q.EndRelist("3"))
 	must(t, q.Resync())
 	must(t, q.Replace([]interface{}{obj("a", 4)}, "5"))
@@ -316,7 +316,7 @@ func TestClosedQueueDrainsAndRefusesRelists(t *testing.T) {
 	}
 	for name, err := range map[string]error{
 		"BeginRelist": q.BeginRelist("test"),
-		"AddListPage": q.AddListPage([]interface{}{obj("a", 1)}),
+		"AddListPage": q.AddListPage([]interface{}{obj("a", 1)}, nil),
 		"EndRelist":   q.EndRelist("1"),
 	} {
 		if err != ErrClosed {

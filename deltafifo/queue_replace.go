@@ -124,7 +124,7 @@ func (q *Queue) replaceEachLocked(list []interface{}) error {
 	}
 
 	for _, obj := range list {
-		if err := q.appendLocked(cache.Replaced, obj, false); err != nil {
+		if err := q.appendLocked(cache.Replaced, obj, nil, false); err != nil {
 			return fmt.Errorf("deltafifo: couldn't enqueue object: %w", err)
 		}
 	}
@@ -135,7 +135,7 @@ func (q *Queue) replaceEachLocked(list []interface{}) error {
 // is unknown; obj is the last state known.
 func (q *Queue) tombstoneLocked(key string, obj interface{}) error {
 	tombstone := cache.DeletedFinalStateUnknown{Key: key, Obj: obj}
-	if err := q.appendLocked(cache.Deleted, tombstone, true); err != nil {
+	if err := q.appendLocked(cache.Deleted, tombstone, nil, true); err != nil {
 		return fmt.Errorf("deltafifo: couldn't enqueue object: %w", err)
 	}
 	return nil
@@ -199,7 +199,7 @@ func (q *Queue) Resync() error {
 			utilruntime.HandleErrorWithLogger(q.logger, nil, "Key does not exist in known objects store, unable to queue object for sync", "key", key)
 			continue
 		}
-		if err := q.appendLocked(cache.Sync, obj, true); err != nil {
+		if err := q.appendLocked(cache.Sync, obj, nil, true); err != nil {
 			return fmt.Errorf("deltafifo: couldn't queue object: %w", err)
 		}
 	}

@@ -162,7 +162,7 @@ func TestQueueMetrics(t *testing.T) {
 	must(t, q.Add(obj("a", 1)))
 	must(t, q.Bookmark("5"))
 	must(t, q.BeginRelist("test"))
-	must(t, q.AddListPage([]interface{}{obj("b", 2), obj("c", 3)}))
+	must(t, q.AddListPage([]interface{}{obj("b", 2), obj("c", 3)}, nil))
 	popAll(t, q)
 
 	metrics.mu.Lock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/url"
-	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +22,9 @@ import (
 // response carrying every object. Here that goroutine only splits the stream
 // into events; workers decode the objects, and the events come out in the
 // order the apiserver sent them, with the same types, objects and errors as
-// client-go's watch (watch.StreamWatcher) would give.
+// client-go's watch (watch.StreamWatcher) would give. An informer of this
+// module also receives, with each object of a protobuf WATCH, the bytes it
+// was decoded from, and stores those instead of encoding the object again.
 //
 // Make one with NewListWatch. It implements cache.ListerWatcher and
 // cache.ListerWatcherWithContext.
@@ -37,9 +38,6 @@ type ListWatch struct {
 	tweak     func(*metav1.ListOptions)
 	// copyStrings: ListWatchOptions.CopyStrings.
 	copyStrings bool
-
-	// received is set by KeepEncoded.
-	received atomic.Pointer[receivedEncodings]
 }
 
 // ListWatchOptions configures a ListWatch. The zero value is usable.
@@ -149,29 +147,5 @@ func (lw *ListWatch) WatchWithContext(ctx context.Context, opts metav1.ListOptio
 		}
 		return nil, err
 	}
-	return newParallelWatch(ctx, body, lw.scheme, lw.codecs, decodeWorkers(), lw.received.Load(), lw.copyStrings), nil
-}
-
-// KeepEncoded makes the watches that start afterwards remember the protobuf
-// bytes each ADDED or MODIFIED object was decoded from, until TakeEncoded
-// takes them: a store can then write the bytes the apiserver sent instead
-// of encoding the object again. At most 2048 objects and 4 MiB of bytes are
-// remembered: past those, the objects kept first keep their bytes, which
-// TakeEncoded is expected to take in the order the watch delivered them
-// (those passed by are forgotten). Call it only when the objects reach
-// TakeEncoded unchanged (an informer without a transform).
-func (lw *ListWatch) KeepEncoded() {
-	lw.received.CompareAndSwap(nil, newReceivedEncodings(keepEncodedMax, keepEncodedMaxBytes))
-}
-
-// TakeEncoded returns the protobuf encoding (without the apiserver's
-// envelope) that obj, an object a watch of lw delivered, was decoded from,
-// and forgets it. It reports false for an object it does not remember: one
-// decoded from JSON, before KeepEncoded, or forgotten.
-func (lw *ListWatch) TakeEncoded(obj runtime.Object) ([]byte, bool) {
-	r := lw.received.Load()
-	if r == nil {
-		return nil, false
-	}
-	return r.take(obj)
+	return newParallelWatch(ctx, body, lw.scheme, lw.codecs, decodeWorkers(), lw.copyStrings), nil
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
+	"github.com/boltinformer/boltinformer/internal/encodedwatch"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -397,11 +398,13 @@ func TestListWatchList(t *testing.T) {
 	}
 }
 
-// With KeepEncoded, each ADDED or MODIFIED object of a protobuf watch can be
-// taken, once, with the bytes it was decoded from: the object's protobuf
-// encoding. Deleted objects, bookmarks, JSON watches and watches before
-// KeepEncoded keep nothing.
-func TestListWatchKeepsReceivedEncodings(t *testing.T) {
+// A watch of a ListWatch is an encodedwatch.Interface. Through
+// EncodedResultChan each ADDED or MODIFIED object of a protobuf watch comes
+// with the bytes it was decoded from, the object's protobuf encoding; other
+// events, and every event of a JSON watch, come without. The events are
+// those ResultChan gives. Once ResultChan is chosen, EncodedResultChan gives
+// nothing and closes with the watch.
+func TestListWatchEncodedEvents(t *testing.T) {
 	for _, mediaType := range []string{"application/vnd.kubernetes.protobuf", "application/json"} {
 		t.Run(mediaType, func(t *testing.T) {
 			protobuf := strings.Contains(mediaType, "protobuf")
@@ -413,44 +416,59 @@ func TestListWatchKeepsReceivedEncodings(t *testing.T) {
 			srv := serveWatch(t, s.contentType(), s.buf.Bytes())
 			lw := reflector.NewListWatch(podsClient(t, srv, protobuf).CoreV1().RESTClient(), "pods", scheme.Scheme,
 				reflector.ListWatchOptions{PreferProtobuf: protobuf})
-
-			before, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range drain(t, before) {
-				if _, ok := lw.TakeEncoded(e.Object); ok {
-					t.Errorf("%s event before KeepEncoded: its bytes were kept", e.Type)
-				}
-			}
-
-			lw.KeepEncoded()
-			w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			events := drain(t, w)
-			if len(events) != 4 {
-				t.Fatalf("got %d events, want 4", len(events))
-			}
-			for _, e := range events {
-				b, ok := lw.TakeEncoded(e.Object)
-				wantKept := protobuf && (e.Type == watch.Added || e.Type == watch.Modified)
-				if ok != wantKept {
-					t.Fatalf("%s event: kept %v, want %v", e.Type, ok, wantKept)
-				}
-				if !ok {
-					continue
-				}
-				want, err := e.Object.(*corev1.Pod).Marshal()
+			open := func() encodedwatch.Interface {
+				t.Helper()
+				w, err := lw.WatchWithContext(context.Background(), metav1.ListOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !bytes.Equal(b, want) {
-					t.Errorf("%s event: kept bytes are not the object's protobuf encoding", e.Type)
+				ew, ok := w.(encodedwatch.Interface)
+				if !ok {
+					t.Fatalf("the watch is a %T, not an encodedwatch.Interface", w)
 				}
-				if _, ok := lw.TakeEncoded(e.Object); ok {
-					t.Errorf("%s event: its bytes could be taken twice", e.Type)
+				return ew
+			}
+
+			plain := open()
+			want := drain(t, plain)
+			if e, ok := <-plain.EncodedResultChan(); ok {
+				t.Errorf("EncodedResultChan after ResultChan gave %v, want it closed", e)
+			}
+
+			w := open()
+			defer w.Stop()
+			var events []encodedwatch.Event
+			timeout := time.After(30 * time.Second)
+			for done := false; !done; {
+				select {
+				case e, ok := <-w.EncodedResultChan():
+					events = append(events, e)
+					done = !ok
+				case <-timeout:
+					t.Fatalf("watch did not end; %d events so far", len(events))
+				}
+			}
+			events = events[:len(events)-1]
+			if len(events) != len(want) {
+				t.Fatalf("EncodedResultChan gave %d events, ResultChan %d", len(events), len(want))
+			}
+			for i, e := range events {
+				if e.Type != want[i].Type || !apiequality.Semantic.DeepEqual(e.Object, want[i].Object) {
+					t.Errorf("event %d: EncodedResultChan gave %s %v, ResultChan %s %v", i, e.Type, e.Object, want[i].Type, want[i].Object)
+				}
+				wantEncoded := protobuf && (e.Type == watch.Added || e.Type == watch.Modified)
+				if (e.Encoded != nil) != wantEncoded {
+					t.Fatalf("%s event: encoding %v, want one: %v", e.Type, e.Encoded != nil, wantEncoded)
+				}
+				if e.Encoded == nil {
+					continue
+				}
+				b, err := e.Object.(*corev1.Pod).Marshal()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(e.Encoded, b) {
+					t.Errorf("%s event: its encoding is not the object's protobuf encoding", e.Type)
 				}
 			}
 		})

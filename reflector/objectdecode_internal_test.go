@@ -61,7 +61,7 @@ func TestDecodeRefusesWhatTheSerializerRefuses(t *testing.T) {
 	dec := restclientwatch.NewDecoder(streaming.NewDecoder(frames, info.StreamSerializer.Serializer),
 		codecs.WithoutConversion().DecoderToVersion(info.Serializer, corev1.SchemeGroupVersion))
 	want := collectEvents(watch.NewStreamWatcher(dec, apierrors.NewClientErrorReporter(http.StatusInternalServerError, "GET", "ClientWatchDecoding")))
-	got := collectEvents(newParallelWatch(context.Background(), io.NopCloser(bytes.NewReader(body.Bytes())), s, codecs.WithoutConversion(), 2, nil, false))
+	got := collectEvents(newParallelWatch(context.Background(), io.NopCloser(bytes.NewReader(body.Bytes())), s, codecs.WithoutConversion(), 2, false))
 	if len(want) != 1 || want[0].Type != watch.Error {
 		t.Fatalf("client-go's watch gave %v, want one ERROR event", want)
 	}
@@ -128,7 +128,7 @@ func TestWatchObjectsShareTheirEvent(t *testing.T) {
 		t.Fatalf("client-go's watch gave %d events, the last %v; want 5 Pods and an ERROR", len(want), want[len(want)-1].Type)
 	}
 	for _, copyStrings := range []bool{false, true} {
-		got := collectEvents(newParallelWatch(context.Background(), io.NopCloser(bytes.NewReader(body.Bytes())), scheme.Scheme, codecs.WithoutConversion(), 2, nil, copyStrings))
+		got := collectEvents(newParallelWatch(context.Background(), io.NopCloser(bytes.NewReader(body.Bytes())), scheme.Scheme, codecs.WithoutConversion(), 2, copyStrings))
 		if !equality.Semantic.DeepEqual(got, want) || !reflect.DeepEqual(got[:5], want[:5]) {
 			t.Fatalf("copyStrings %v: events differ from client-go's watch:\n got  %v\n want %v", copyStrings, got, want)
 		}

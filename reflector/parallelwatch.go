@@ -19,6 +19,8 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
+
+	"github.com/boltinformer/boltinformer/internal/encodedwatch"
 )
 
 const (
@@ -54,9 +56,21 @@ func decodeWorkers() int { return runtime.GOMAXPROCS(0) + 1 }
 // reported as an ERROR event whose Status (500, ClientWatchDecoding) says why,
 // unless the body ended like a dropped connection. Events after a bad one are
 // never delivered. Stop closes the body and returns once every goroutine has.
+//
+// It is an encodedwatch.Interface: its events come out of one of two
+// channels, chosen by the first call of ResultChan or EncodedResultChan:
+// plain watch.Events, or encodedwatch.Events that also carry the protobuf
+// bytes each ADDED or MODIFIED object was decoded from. The other channel
+// only closes at the end.
 type parallelWatch struct {
-	body   io.ReadCloser
-	result chan watch.Event
+	body    io.ReadCloser
+	result  chan watch.Event
+	encoded chan encodedwatch.Event
+	// chosen is closed by the first call of ResultChan or
+	// EncodedResultChan; keepEncoded, set before, says which it was.
+	chosen      chan struct{}
+	choose      sync.Once
+	keepEncoded bool
 	// done is closed by halt: Stop, or the end of the stream.
 	done     chan struct{}
 	haltOnce sync.Once
@@ -66,6 +80,8 @@ type parallelWatch struct {
 	// delivered.
 	ahead aheadBudget
 }
+
+var _ encodedwatch.Interface = (*parallelWatch)(nil)
 
 // aheadBudget bounds the bytes of the events a watch has read ahead of its
 // consumer. One goroutine takes (the splitter), another gives back
@@ -116,21 +132,24 @@ type pendingEvent struct {
 	size    int64 // len(raw), taken from the ahead budget
 	decoder objectDecoder
 	obj     k8sruntime.Object
+	// encoded is the protobuf encoding obj was decoded from, a part of
+	// raw, for an ADDED or MODIFIED event; nil otherwise.
+	encoded []byte
 	err     error
 	decoded chan struct{}
 }
 
 // newParallelWatch starts decoding body with workers decode goroutines. It
 // does not wait for the body: a watch may send nothing for minutes.
-// With received set, the protobuf bytes of each ADDED and MODIFIED object are
-// kept there before the event is delivered.
-func newParallelWatch(ctx context.Context, body io.ReadCloser, scheme *k8sruntime.Scheme, codecs k8sruntime.NegotiatedSerializer, workers int, received *receivedEncodings, copyStrings bool) *parallelWatch {
+func newParallelWatch(ctx context.Context, body io.ReadCloser, scheme *k8sruntime.Scheme, codecs k8sruntime.NegotiatedSerializer, workers int, copyStrings bool) *parallelWatch {
 	w := &parallelWatch{
-		body:   body,
-		result: make(chan watch.Event),
-		done:   make(chan struct{}),
-		logger: klog.FromContext(ctx),
-		ahead:  newAheadBudget(decodeAheadBytes),
+		body:    body,
+		result:  make(chan watch.Event),
+		encoded: make(chan encodedwatch.Event),
+		chosen:  make(chan struct{}),
+		done:    make(chan struct{}),
+		logger:  klog.FromContext(ctx),
+		ahead:   newAheadBudget(decodeAheadBytes),
 	}
 	jobs := make(chan *pendingEvent, workers)
 	ordered := make(chan *pendingEvent, workers*eventsPerWorker)
@@ -150,8 +169,8 @@ func newParallelWatch(ctx context.Context, body io.ReadCloser, scheme *k8sruntim
 				switch {
 				case p.err != nil:
 					p.err = fmt.Errorf("unable to decode watch event: %w", p.err)
-				case received != nil && payload != nil && (p.typ == watch.Added || p.typ == watch.Modified):
-					received.keep(p.obj, payload)
+				case p.typ == watch.Added || p.typ == watch.Modified:
+					p.encoded = payload
 				}
 				p.raw = nil
 				close(p.decoded)
@@ -161,6 +180,7 @@ func newParallelWatch(ctx context.Context, body io.ReadCloser, scheme *k8sruntim
 	go func() {
 		defer w.wg.Done()
 		defer close(w.result)
+		defer close(w.encoded)
 		defer w.halt()
 		w.deliver(ordered)
 	}()
@@ -182,7 +202,7 @@ func sniffWatchFormat(br *bufio.Reader) (string, error) {
 	case err != nil:
 		return mediaTypeProtobuf, nil
 	}
-	return "", fmt.Errorf("%w: the response starts with %q", ErrWatchFormat, head)
+	return "", fmt.Errorf("%w: the response starts with %q", errWatchFormat, head)
 }
 
 // streamDecoders returns the decoder of body's events and the decoder of
@@ -197,7 +217,7 @@ func streamDecoders(body io.ReadCloser, scheme *k8sruntime.Scheme, codecs k8srun
 	}
 	info, ok := k8sruntime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mediaType)
 	if !ok || info.StreamSerializer == nil {
-		return nil, objectDecoder{}, fmt.Errorf("%w: no stream decoder for %s", ErrWatchFormat, mediaType)
+		return nil, objectDecoder{}, fmt.Errorf("%w: no stream decoder for %s", errWatchFormat, mediaType)
 	}
 	frames := info.StreamSerializer.Framer.NewFrameReader(readCloser{br, body})
 	objects := objectDecoder{scheme: scheme, codec: codecs.DecoderToVersion(info.Serializer, nil), copyStrings: copyStrings}
@@ -250,9 +270,14 @@ func (w *parallelWatch) split(scheme *k8sruntime.Scheme, codecs k8sruntime.Negot
 	}
 }
 
-// deliver hands the decoded events to ResultChan in order, and ends the
-// watch at the first error as watch.StreamWatcher does.
+// deliver hands the decoded events to the chosen channel in order, and
+// ends the watch at the first error as watch.StreamWatcher does.
 func (w *parallelWatch) deliver(ordered <-chan *pendingEvent) {
+	select {
+	case <-w.chosen:
+	case <-w.done:
+		return
+	}
 	for p := range ordered {
 		select {
 		case <-p.decoded:
@@ -263,12 +288,29 @@ func (w *parallelWatch) deliver(ordered <-chan *pendingEvent) {
 			w.reportEnd(p.err)
 			return
 		}
-		select {
-		case w.result <- watch.Event{Type: p.typ, Object: p.obj}:
-		case <-w.done:
+		if !w.send(watch.Event{Type: p.typ, Object: p.obj}, p.encoded) {
 			return
 		}
 		w.ahead.give(p.size)
+	}
+}
+
+// send hands ev to the chosen channel, with encoded if that is
+// EncodedResultChan's, and reports false if the watch stopped first.
+func (w *parallelWatch) send(ev watch.Event, encoded []byte) bool {
+	if w.keepEncoded {
+		select {
+		case w.encoded <- encodedwatch.Event{Event: ev, Encoded: encoded}:
+			return true
+		case <-w.done:
+			return false
+		}
+	}
+	select {
+	case w.result <- ev:
+		return true
+	case <-w.done:
+		return false
 	}
 }
 
@@ -286,18 +328,30 @@ func (w *parallelWatch) reportEnd(err error) {
 		w.logger.V(5).Info("Unable to decode an event from the watch stream", "err", err)
 	default:
 		reporter := apierrors.NewClientErrorReporter(http.StatusInternalServerError, http.MethodGet, "ClientWatchDecoding")
-		select {
-		case w.result <- watch.Event{
+		w.send(watch.Event{
 			Type:   watch.Error,
 			Object: reporter.AsObject(fmt.Errorf("unable to decode an event from the watch stream: %w", err)),
-		}:
-		case <-w.done:
-		}
+		}, nil)
 	}
 }
 
-// ResultChan returns the events; it is closed when the watch ends.
-func (w *parallelWatch) ResultChan() <-chan watch.Event { return w.result }
+// ResultChan returns the events; it is closed when the watch ends. Once it
+// is called, the events come out of it alone.
+func (w *parallelWatch) ResultChan() <-chan watch.Event {
+	w.choose.Do(func() { close(w.chosen) })
+	return w.result
+}
+
+// EncodedResultChan returns the events with the encodings of their
+// objects; it is closed when the watch ends. Called before ResultChan, the
+// events come out of it alone.
+func (w *parallelWatch) EncodedResultChan() <-chan encodedwatch.Event {
+	w.choose.Do(func() {
+		w.keepEncoded = true
+		close(w.chosen)
+	})
+	return w.encoded
+}
 
 // Stop ends the watch, closes the body and waits for the watch's
 // goroutines. Events not yet received are dropped.

@@ -108,7 +108,7 @@ func TestParallelWatchReadsAheadAtMostItsByteBudget(t *testing.T) {
 	}
 	src := &countingReader{r: bytes.NewReader(body.Bytes())}
 	// Many workers: their event slots alone would let the whole body in.
-	w := newParallelWatch(context.Background(), io.NopCloser(src), scheme.Scheme, scheme.Codecs.WithoutConversion(), 8, nil, false)
+	w := newParallelWatch(context.Background(), io.NopCloser(src), scheme.Scheme, scheme.Codecs.WithoutConversion(), 8, false)
 	defer w.Stop()
 
 	// Ahead: what fits in the budget, the event that waits for room, and

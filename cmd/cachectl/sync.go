@@ -35,6 +35,7 @@ import (
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 
@@ -308,7 +309,7 @@ func (o *syncOptions) endOnPermanentError(t syncTarget, fail context.CancelCause
 	return func(ctx context.Context, _ *cache.Reflector, err error) {
 		var status apierrors.APIStatus
 		if !isPermanent(err) || !errors.As(err, &status) {
-			reflector.DefaultWatchErrorHandler(ctx, nil, err)
+			listwatcher.DefaultWatchErrorHandler(ctx, nil, err)
 			return
 		}
 		s := status.Status()

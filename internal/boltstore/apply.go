@@ -24,6 +24,11 @@ const (
 type Op struct {
 	Type OpType
 	Obj  interface{}
+	// Encoded is, for an upsert, the protobuf encoding Obj was decoded
+	// from, as the apiserver sent it (deltafifo.Item.Encoded), or nil. A
+	// store of a protobuf type writes it instead of encoding Obj; it must
+	// then be Obj's own encoding, which nothing writes into.
+	Encoded []byte
 }
 
 // ApplyOptions tune ApplyWith.
@@ -57,7 +62,7 @@ func (s *Store) ApplyWith(ops []Op, rv string, opts ApplyOptions) ([]Change, err
 	prepared, i, err := prepareAll(len(ops), func(i int) (*op, error) {
 		switch o := ops[i]; o.Type {
 		case OpUpsert:
-			return s.prepareUpsertLocked(o.Obj, !opts.SkipOld)
+			return s.prepareUpsertLocked(o.Obj, o.Encoded, !opts.SkipOld)
 		case OpDelete:
 			return s.prepareDelete(o.Obj)
 		default:
@@ -202,7 +207,7 @@ func (s *Store) ApplyListPage(ops []Op) ([]Change, error) {
 			return nil, fmt.Errorf("store %s: list item %d: %w", s.name, i, ErrNotUpsert)
 		}
 	}
-	prepared, i, err := prepareAll(len(ops), func(i int) (*op, error) { return s.prepareUpsertLocked(ops[i].Obj, false) })
+	prepared, i, err := prepareAll(len(ops), func(i int) (*op, error) { return s.prepareUpsertLocked(ops[i].Obj, ops[i].Encoded, false) })
 	if err != nil {
 		return nil, fmt.Errorf("list item %d: %w", i, err)
 	}
@@ -257,7 +262,7 @@ func (s *Store) StageListPage(ops []Op) ([]Change, error) {
 			return nil, fmt.Errorf("store %s: list item %d: %w", s.name, i, ErrNotUpsert)
 		}
 	}
-	prepared, i, err := prepareAll(len(ops), func(i int) (*op, error) { return s.prepareUpsertLocked(ops[i].Obj, false) })
+	prepared, i, err := prepareAll(len(ops), func(i int) (*op, error) { return s.prepareUpsertLocked(ops[i].Obj, ops[i].Encoded, false) })
 	if err != nil {
 		return nil, fmt.Errorf("list item %d: %w", i, err)
 	}
@@ -406,7 +411,7 @@ func (s *Store) ApplyStaged(after []byte, max int) (changes []Change, next []byt
 		if items[i].err != nil {
 			return nil, fmt.Errorf("staged list item: %w", items[i].err)
 		}
-		return s.prepareUpsertKeyLocked(items[i].key, items[i].obj, false)
+		return s.prepareUpsertKeyLocked(items[i].key, items[i].obj, nil, false)
 	})
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("store %s key %q: %w", s.name, items[i].key, err)

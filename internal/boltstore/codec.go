@@ -57,9 +57,6 @@ type objectCodec struct {
 	// same, when the old one is decoded (decodeOld); nil when the type has
 	// nothing to share.
 	share *protocodec.Sharer
-	// received, when set, returns the protobuf bytes an object was decoded
-	// from, which encode then uses as they are (Store.UseReceivedEncoding).
-	received atomic.Pointer[func(runtime.Object) ([]byte, bool)]
 }
 
 func newObjectCodec(example runtime.Object) (*objectCodec, error) {
@@ -85,20 +82,18 @@ func newObjectCodec(example runtime.Object) (*objectCodec, error) {
 	return c, nil
 }
 
-// encode returns the payload of obj in the store's codec, built in *buf
-// (grown as needed) when the codec is protobuf, or the bytes obj was
-// received in (received is then true: nothing else holds them). obj must be
-// of the store's type.
-func (c *objectCodec) encode(obj runtime.Object, buf *[]byte) (id cachefile.Codec, payload []byte, received bool, err error) {
+// encode returns the payload of obj in the store's codec: when the codec
+// is protobuf, encoded, the bytes obj was received in, if given (received
+// is then true: nothing else holds them), or else obj's encoding built in
+// *buf (grown as needed). obj must be of the store's type.
+func (c *objectCodec) encode(obj runtime.Object, encoded []byte, buf *[]byte) (id cachefile.Codec, payload []byte, received bool, err error) {
 	if reflect.TypeOf(obj) != c.ptr {
 		return 0, nil, false, fmt.Errorf("%w: store holds %s, got %T", ErrWrongType, c.name, obj)
 	}
 	switch c.id {
 	case cachefile.CodecProtobuf:
-		if received := c.received.Load(); received != nil {
-			if b, ok := (*received)(obj); ok {
-				return c.id, b, true, nil
-			}
+		if encoded != nil {
+			return c.id, encoded, true, nil
 		}
 		m := obj.(protoMessage)
 		size := m.Size()
@@ -357,12 +352,14 @@ func setTypeMeta(obj runtime.Object, apiVersion, kind string) {
 
 // newRecord builds the envelope of obj stored under key, its payload
 // sealed when the store encrypts; index values are filled by the caller.
-// plain is the payload before compression and sealing (what the hot cache
-// sizes a decoded object by, and what an old version's decode compares
-// with); received says it is the bytes obj was received in, else it lies in
-// *plainBuf. The payload may be built in *plainBuf and *packed (grown as
-// needed): the record must be encoded before they are reused.
-func newRecord(c *objectCodec, key string, obj interface{}, plainBuf, packed *[]byte) (rec *cachefile.Record, plain []byte, received bool, err error) {
+// encoded, when not nil, is the protobuf encoding obj was received in,
+// which a protobuf store writes as it is (Op.Encoded). plain is the payload
+// before compression and sealing (what the hot cache sizes a decoded object
+// by, and what an old version's decode compares with); received says it is
+// encoded, else it lies in *plainBuf. The payload may be built in *plainBuf
+// and *packed (grown as needed): the record must be encoded before they are
+// reused.
+func newRecord(c *objectCodec, key string, obj interface{}, encoded []byte, plainBuf, packed *[]byte) (rec *cachefile.Record, plain []byte, received bool, err error) {
 	ro, ok := obj.(runtime.Object)
 	if !ok {
 		return nil, nil, false, fmt.Errorf("%w: %T is not a runtime.Object", ErrWrongType, obj)
@@ -371,7 +368,7 @@ func newRecord(c *objectCodec, key string, obj interface{}, plainBuf, packed *[]
 	if err != nil {
 		return nil, nil, false, fmt.Errorf("%w: %T: %v", ErrNoMetadata, obj, err)
 	}
-	id, payload, received, err := c.encode(ro, plainBuf)
+	id, payload, received, err := c.encode(ro, encoded, plainBuf)
 	if err != nil {
 		return nil, nil, false, err
 	}

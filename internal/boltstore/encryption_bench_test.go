@@ -49,7 +49,7 @@ func benchCodec(b *testing.B, seal bool) (*objectCodec, *encryption.Keyring) {
 // BenchmarkPayloadDecode is the baseline: decoding a plaintext Pod record.
 func BenchmarkPayloadDecode(b *testing.B) {
 	c, _ := benchCodec(b, false)
-	rec, _, _, err := newRecord(c, "ns/p", benchPod(), new([]byte), new([]byte))
+	rec, _, _, err := newRecord(c, "ns/p", benchPod(), nil, new([]byte), new([]byte))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func BenchmarkPayloadDecode(b *testing.B) {
 // for encryption at rest.
 func BenchmarkPayloadSealOpen(b *testing.B) {
 	c, keys := benchCodec(b, false)
-	rec, _, _, err := newRecord(c, "ns/p", benchPod(), new([]byte), new([]byte))
+	rec, _, _, err := newRecord(c, "ns/p", benchPod(), nil, new([]byte), new([]byte))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func BenchmarkPayloadSealOpen(b *testing.B) {
 // BenchmarkPayloadDecodeSealed is a read of a sealed record: open and decode.
 func BenchmarkPayloadDecodeSealed(b *testing.B) {
 	c, _ := benchCodec(b, true)
-	rec, _, _, err := newRecord(c, "ns/p", benchPod(), new([]byte), new([]byte))
+	rec, _, _, err := newRecord(c, "ns/p", benchPod(), nil, new([]byte), new([]byte))
 	if err != nil {
 		b.Fatal(err)
 	}

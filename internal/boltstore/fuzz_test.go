@@ -15,7 +15,7 @@ import (
 func seedRecord(t testing.TB) []byte {
 	c, _ := newObjectCodec(&v1.Pod{})
 	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", ResourceVersion: "5", Labels: map[string]string{"a": "b"}}}
-	rec, _, _, err := newRecord(c, "k", p, new([]byte), new([]byte))
+	rec, _, _, err := newRecord(c, "k", p, nil, new([]byte), new([]byte))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func FuzzCodecRoundTrip(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p := &v1.Pod{}
 		if err := utiljson.Unmarshal(data, p); err == nil {
-			rec, _, _, err := newRecord(pod, "k", p, new([]byte), new([]byte))
+			rec, _, _, err := newRecord(pod, "k", p, nil, new([]byte), new([]byte))
 			if err != nil {
 				t.Fatalf("record: %v", err)
 			}
@@ -79,7 +79,7 @@ func FuzzCodecRoundTrip(f *testing.F) {
 		}
 		u := &unstructured.Unstructured{}
 		if err := utiljson.Unmarshal(data, &u.Object); err == nil && u.Object != nil {
-			rec, _, _, err := newRecord(unst, "k", u, new([]byte), new([]byte))
+			rec, _, _, err := newRecord(unst, "k", u, nil, new([]byte), new([]byte))
 			if err != nil {
 				return // no usable metadata: refused, not a round-trip case
 			}

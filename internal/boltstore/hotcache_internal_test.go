@@ -136,10 +136,10 @@ func TestHotCacheApplyKeepsLastOpOfAKey(t *testing.T) {
 		ops    []Op
 		wantRV string // "": absent
 	}{
-		{"upsert then delete", []Op{{OpUpsert, testutil.Pod("ns", "p", "5")}, {OpDelete, testutil.Pod("ns", "p", "6")}}, ""},
-		{"delete then upsert", []Op{{OpDelete, testutil.Pod("ns", "p", "5")}, {OpUpsert, testutil.Pod("ns", "p", "6")}}, "6"},
-		{"two upserts", []Op{{OpUpsert, testutil.Pod("ns", "p", "5")}, {OpUpsert, testutil.Pod("ns", "p", "6")}}, "6"},
-		{"upsert then stale upsert", []Op{{OpUpsert, testutil.Pod("ns", "p", "6")}, {OpUpsert, testutil.Pod("ns", "p", "5")}}, "6"},
+		{"upsert then delete", []Op{{Type: OpUpsert, Obj: testutil.Pod("ns", "p", "5")}, {Type: OpDelete, Obj: testutil.Pod("ns", "p", "6")}}, ""},
+		{"delete then upsert", []Op{{Type: OpDelete, Obj: testutil.Pod("ns", "p", "5")}, {Type: OpUpsert, Obj: testutil.Pod("ns", "p", "6")}}, "6"},
+		{"two upserts", []Op{{Type: OpUpsert, Obj: testutil.Pod("ns", "p", "5")}, {Type: OpUpsert, Obj: testutil.Pod("ns", "p", "6")}}, "6"},
+		{"upsert then stale upsert", []Op{{Type: OpUpsert, Obj: testutil.Pod("ns", "p", "6")}, {Type: OpUpsert, Obj: testutil.Pod("ns", "p", "5")}}, "6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Open(filepath.Join(t.TempDir(), "cache.db"), "pods", cachefile.Options{NoSync: true},

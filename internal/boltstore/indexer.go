@@ -40,7 +40,7 @@ func (s *Store) Update(obj interface{}) error { return s.upsert(obj) }
 func (s *Store) upsert(obj interface{}) error {
 	s.indexMu.RLock()
 	defer s.indexMu.RUnlock()
-	o, err := s.prepareUpsertLocked(obj, false)
+	o, err := s.prepareUpsertLocked(obj, nil, false)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (s *Store) Delete(obj interface{}) error {
 func (s *Store) Replace(list []interface{}, resourceVersion string) error {
 	s.indexMu.RLock()
 	defer s.indexMu.RUnlock()
-	ops, _, err := prepareAll(len(list), func(i int) (*op, error) { return s.prepareUpsertLocked(list[i], false) })
+	ops, _, err := prepareAll(len(list), func(i int) (*op, error) { return s.prepareUpsertLocked(list[i], nil, false) })
 	if err != nil {
 		return err
 	}

@@ -143,7 +143,7 @@ func BenchmarkPayloadCompression(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rec, _, _, err := newRecord(c, "ns/p", readBenchPod(1), new([]byte), new([]byte))
+	rec, _, _, err := newRecord(c, "ns/p", readBenchPod(1), nil, new([]byte), new([]byte))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func roundTrip(t *testing.T, obj runtime.Object) runtime.Object {
 	if err != nil {
 		t.Fatalf("codec for %T: %v", obj, err)
 	}
-	rec, _, _, err := newRecord(c, "k", obj, new([]byte), new([]byte))
+	rec, _, _, err := newRecord(c, "k", obj, nil, new([]byte), new([]byte))
 	if err != nil {
 		t.Fatalf("record for %T: %v", obj, err)
 	}

@@ -96,18 +96,6 @@ type Store struct {
 
 var _ cache.Indexer = (*Store)(nil)
 
-// UseReceivedEncoding makes the store write, for each object received
-// returns bytes for, those bytes instead of the object's protobuf encoding:
-// the encoding the apiserver sent, which the object was decoded from
-// unchanged (reflector.ListWatch.TakeEncoded). received must return bytes
-// only for such objects: the store cannot tell them from the object's own.
-// It applies to stores of protobuf types only, and to writes after it.
-func (s *Store) UseReceivedEncoding(received func(runtime.Object) ([]byte, bool)) {
-	if s.codec.id == cachefile.CodecProtobuf {
-		s.codec.received.Store(&received)
-	}
-}
-
 // Open opens (or creates) the file at path and the store name in it. The
 // returned store owns the file: Close closes both.
 func Open(path, name string, dbOpts cachefile.Options, opts StoreOptions) (*Store, error) {

@@ -12,7 +12,6 @@ import (
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/cachefile"
@@ -389,49 +388,89 @@ func TestStreamingReads(t *testing.T) {
 	}
 }
 
-// With UseReceivedEncoding, a protobuf store writes the bytes the hook
-// returns for an object instead of encoding it (here the object with an
-// annotation added, so that it shows), and encodes the objects it returns
-// nothing for; a store of another codec never asks.
-func TestStoreWritesReceivedEncoding(t *testing.T) {
+// An op's Encoded bytes, the encoding its object arrived in, are what a
+// protobuf store writes, for watch events and relist items alike (here they
+// encode the object with an annotation added, so that it shows); an op
+// without them has its object encoded. A store of another codec writes its
+// own encoding of the object whatever an op carries.
+func TestStoreWritesOpEncoding(t *testing.T) {
 	s := boltstoretest.Open(t, "pods", podOpts())
-	sent, other := testutil.Pod("a", "sent", "10"), testutil.Pod("a", "other", "11")
-	received := sent.DeepCopy()
-	received.Annotations = map[string]string{"encoding": "as received"}
-	b, err := received.Marshal()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.UseReceivedEncoding(func(obj runtime.Object) ([]byte, bool) {
-		if obj == runtime.Object(sent) {
-			return b, true
+	asReceived := func(p *v1.Pod) []byte {
+		t.Helper()
+		received := p.DeepCopy()
+		received.Annotations = map[string]string{"encoding": "as received"}
+		b, err := received.Marshal()
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil, false
-	})
-	if _, err := s.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: sent}, {Type: boltstore.OpUpsert, Obj: other}}, "11"); err != nil {
-		t.Fatal(err)
+		return b
 	}
-	got, ok, err := s.GetByKey("a/sent")
-	if err != nil || !ok || got.(*v1.Pod).Annotations["encoding"] != "as received" {
-		t.Fatalf("a/sent: got %v %v %v, want the object decoded from the received bytes", got, ok, err)
-	}
-	got, ok, err = s.GetByKey("a/other")
-	if err != nil || !ok || !apiequality.Semantic.DeepEqual(got, other) {
-		t.Fatalf("a/other: got %v %v %v, want the object as given", got, ok, err)
+	expect := func(key string, received bool, want *v1.Pod) {
+		t.Helper()
+		got, ok, err := s.GetByKey(key)
+		if err != nil || !ok {
+			t.Fatalf("%s: got %v %v", key, ok, err)
+		}
+		if received {
+			if got.(*v1.Pod).Annotations["encoding"] != "as received" {
+				t.Fatalf("%s: got %v, want the object decoded from the op's bytes", key, got)
+			}
+			return
+		}
+		if !apiequality.Semantic.DeepEqual(got, want) {
+			t.Fatalf("%s: got %v, want the object as given", key, got)
+		}
 	}
 
+	sent, other := testutil.Pod("a", "sent", "10"), testutil.Pod("a", "other", "11")
+	if _, err := s.Apply([]boltstore.Op{
+		{Type: boltstore.OpUpsert, Obj: sent, Encoded: asReceived(sent)},
+		{Type: boltstore.OpUpsert, Obj: other},
+	}, "11"); err != nil {
+		t.Fatal(err)
+	}
+	expect("a/sent", true, sent)
+	expect("a/other", false, other)
+
+	// A relist on a store with objects stages what changed, and stores it
+	// at its end from the staged records: the bytes received still.
+	listed, plain := testutil.Pod("a", "sent", "12"), testutil.Pod("a", "plain", "13")
+	if err := s.BeginRelist("test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StageListPage([]boltstore.Op{
+		{Type: boltstore.OpUpsert, Obj: listed, Encoded: asReceived(listed)},
+		{Type: boltstore.OpUpsert, Obj: plain},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SweepRelist(); err != nil {
+		t.Fatal(err)
+	}
+	for after, more := []byte(nil), true; more; {
+		var err error
+		if _, after, more, err = s.ApplyStaged(after, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.FinishRelist("13"); err != nil {
+		t.Fatal(err)
+	}
+	expect("a/sent", true, listed)
+	expect("a/plain", false, plain)
+
 	u := boltstoretest.Open(t, "widgets", boltstore.StoreOptions{Object: &unstructured.Unstructured{}})
-	u.UseReceivedEncoding(func(runtime.Object) ([]byte, bool) {
-		t.Error("a store of unstructured objects asked for received bytes")
-		return nil, false
-	})
 	w := &unstructured.Unstructured{}
 	w.SetAPIVersion("example.com/v1")
 	w.SetKind("Widget")
 	w.SetNamespace("a")
 	w.SetName("w")
 	w.SetResourceVersion("5")
-	if _, err := u.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: w}}, "5"); err != nil {
+	if _, err := u.Apply([]boltstore.Op{{Type: boltstore.OpUpsert, Obj: w, Encoded: []byte("not this store's codec")}}, "5"); err != nil {
 		t.Fatal(err)
+	}
+	got, ok, err := u.GetByKey("a/w")
+	if err != nil || !ok || !apiequality.Semantic.DeepEqual(got, w) {
+		t.Fatalf("a/w: got %v %v %v, want the object as given", got, ok, err)
 	}
 }

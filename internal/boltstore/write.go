@@ -87,24 +87,25 @@ type op struct {
 	plain []byte
 }
 
-// prepareUpsertLocked builds the record of obj with its index values. keepPlain
-// keeps its plain payload in the op, for the decode of the version it
-// replaces.
-func (s *Store) prepareUpsertLocked(obj interface{}, keepPlain bool) (*op, error) {
+// prepareUpsertLocked builds the record of obj with its index values, its
+// payload encoded, the bytes obj was received in when they are given (see
+// Op.Encoded). keepPlain keeps its plain payload in the op, for the decode
+// of the version it replaces.
+func (s *Store) prepareUpsertLocked(obj interface{}, encoded []byte, keepPlain bool) (*op, error) {
 	key, err := s.keyFunc(obj)
 	if err != nil {
 		return nil, cache.KeyError{Obj: obj, Err: err}
 	}
-	return s.prepareUpsertKeyLocked(key, obj, keepPlain)
+	return s.prepareUpsertKeyLocked(key, obj, encoded, keepPlain)
 }
 
-func (s *Store) prepareUpsertKeyLocked(key string, obj interface{}, keepPlain bool) (*op, error) {
+func (s *Store) prepareUpsertKeyLocked(key string, obj interface{}, encoded []byte, keepPlain bool) (*op, error) {
 	// The payload is built in pooled buffers and copied into enc: a batch
 	// of ops holds one copy of each object's bytes, not three.
 	plainBuf, packed := payloadBufs.Get().(*[]byte), payloadBufs.Get().(*[]byte)
 	defer putPayloadBuf(plainBuf)
 	defer putPayloadBuf(packed)
-	rec, plain, received, err := newRecord(s.codec, key, obj, plainBuf, packed)
+	rec, plain, received, err := newRecord(s.codec, key, obj, encoded, plainBuf, packed)
 	if err != nil {
 		return nil, fmt.Errorf("store %s key %q: %w", s.name, key, err)
 	}

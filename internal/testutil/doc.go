@@ -9,6 +9,6 @@
 //
 // Test helper packages are named one way: helpers and fakes tied to one
 // package live next to it as <pkg>test (boltstoretest, migrationstest,
-// admintest, reflectortest), like net/http/httptest; helpers every layer
+// admintest, listwatchertest), like net/http/httptest; helpers every layer
 // shares live in internal/test<what> (testutil, testcluster).
 package testutil

@@ -15,8 +15,8 @@ import (
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
 	"github.com/boltinformer/boltinformer/internal/testcluster"
-	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // startFreshCluster starts, in the background, a cluster of its own: a new
@@ -200,8 +200,8 @@ func TestClusterReplaced(t *testing.T) {
 		if n := ri.lw.count(func(c call) bool { return c.verb == "WATCH" && c.opts.ResourceVersion == stored.rv }); n != 0 {
 			t.Fatalf("watched the busy cluster from the fresh one's RV %s: %v", stored.rv, calls)
 		}
-		if got := counterValue(t, reg, "boltinformer_relists_total", "reason", string(reflector.RelistClusterChanged)); got != 1 {
-			t.Fatalf("relists_total{reason=%q} = %v, want 1", reflector.RelistClusterChanged, got)
+		if got := counterValue(t, reg, "boltinformer_relists_total", "reason", string(listwatcher.RelistClusterChanged)); got != 1 {
+			t.Fatalf("relists_total{reason=%q} = %v, want 1", listwatcher.RelistClusterChanged, got)
 		}
 		// The store was emptied before the replay: handlers saw only the busy
 		// cluster's objects, as adds.

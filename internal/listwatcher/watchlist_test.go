@@ -1,4 +1,4 @@
-package reflector_test
+package listwatcher_test
 
 import (
 	"errors"
@@ -11,9 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	clientfeatures "k8s.io/client-go/features"
 
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
+	rt "github.com/boltinformer/boltinformer/internal/listwatcher/listwatchertest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 func expectWatchList(t *testing.T, req *rt.Request) {
@@ -29,7 +30,7 @@ func expectWatchList(t *testing.T, req *rt.Request) {
 }
 
 func TestWatchListStreamsInitialEventsInPages(t *testing.T) {
-	h := start(t, reflector.Options{WatchList: reflector.WatchListOn, PageSize: 2})
+	h := start(t, listwatcher.Options{WatchList: reflector.WatchListOn, PageSize: 2})
 	req := h.lw.Next(t)
 	expectWatchList(t, req)
 	w := req.RespondWatch()
@@ -72,7 +73,7 @@ func TestWatchListStreamsInitialEventsInPages(t *testing.T) {
 		t.Errorf("requests %v, want only the watch-list", calls)
 	}
 	m := h.metrics.snapshot()
-	if !slices.Equal(m.relists, []reflector.RelistReason{reflector.RelistColdStart}) || !slices.Equal(m.pages, []int{2, 2, 1}) || m.fallbacks != 0 {
+	if !slices.Equal(m.relists, []listwatcher.RelistReason{listwatcher.RelistColdStart}) || !slices.Equal(m.pages, []int{2, 2, 1}) || m.fallbacks != 0 {
 		t.Errorf("metrics %v, want one cold relist of pages 2 2 1 without fallback", m)
 	}
 }
@@ -113,7 +114,7 @@ func TestWatchListFallsBackToPagedList(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := start(t, reflector.Options{WatchList: reflector.WatchListOn, PageSize: 2})
+			h := start(t, listwatcher.Options{WatchList: reflector.WatchListOn, PageSize: 2})
 			req := h.lw.Next(t)
 			expectWatchList(t, req)
 			want := tc.fail(req)
@@ -131,7 +132,7 @@ func TestWatchListFallsBackToPagedList(t *testing.T) {
 }
 
 func TestWarmStartResumesEvenWithWatchList(t *testing.T) {
-	h := start(t, reflector.Options{StartRV: "100", WatchList: reflector.WatchListOn})
+	h := start(t, listwatcher.Options{StartRV: "100", WatchList: reflector.WatchListOn})
 	h.lw.Next(t).RespondError(expiredErr())
 	// The relist streams.
 	expectWatchList(t, h.lw.Next(t))
@@ -139,16 +140,16 @@ func TestWarmStartResumesEvenWithWatchList(t *testing.T) {
 
 func TestWatchListAuto(t *testing.T) {
 	t.Run("client without WatchList semantics", func(t *testing.T) {
-		h := startWith(t, reflector.Options{}, setup{autoWatchList: true, watchListUnsupported: true})
-		h.nextList(reflector.DefaultPageSize, "")
+		h := startWith(t, listwatcher.Options{}, setup{autoWatchList: true, watchListUnsupported: true})
+		h.nextList(listwatcher.DefaultPageSize, "")
 	})
 	t.Run("client with WatchList semantics", func(t *testing.T) {
-		h := startWith(t, reflector.Options{}, setup{autoWatchList: true})
+		h := startWith(t, listwatcher.Options{}, setup{autoWatchList: true})
 		req := h.lw.Next(t)
 		if clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) {
 			expectWatchList(t, req)
 		} else {
-			expectList(t, req, reflector.DefaultPageSize, "")
+			expectList(t, req, listwatcher.DefaultPageSize, "")
 		}
 	})
 }

@@ -1,4 +1,4 @@
-package reflector
+package listwatcher
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // Defaults of Options. The backoff values are client-go's: at the cap a
@@ -30,32 +32,6 @@ const (
 	// a heavily loaded one can take longer.
 	DefaultWatchEstablishedAfter = 250 * time.Millisecond
 )
-
-// WatchListMode chooses how a relist gets its snapshot.
-type WatchListMode int
-
-const (
-	// WatchListAuto streams the relist when client-go's WatchListClient
-	// feature gate is on and the ListerWatcher does not declare that its
-	// client lacks WatchList semantics (IsWatchListSemanticsUnSupported).
-	WatchListAuto WatchListMode = iota
-	// WatchListOff always relists with a paged LIST.
-	WatchListOff
-	// WatchListOn always tries a WatchList stream first.
-	WatchListOn
-)
-
-func (m WatchListMode) String() string {
-	switch m {
-	case WatchListAuto:
-		return "auto"
-	case WatchListOff:
-		return "off"
-	case WatchListOn:
-		return "on"
-	}
-	return "WatchListMode(?)"
-}
 
 // Options configures a Reflector. The zero value is usable: a cold start with
 // the defaults above.
@@ -104,8 +80,9 @@ type Options struct {
 	// page is requested once the sink holds fewer items. Defaults to the
 	// current page's size (PageSize, or less by PageBytes).
 	MaxQueuedItems int
-	// WatchList chooses the relist method. Defaults to WatchListAuto.
-	WatchList WatchListMode
+	// WatchList chooses the relist method. Defaults to
+	// reflector.WatchListAuto.
+	WatchList reflector.WatchListMode
 	// MinWatchTimeout is the lower bound of the random server-side timeout of
 	// each WATCH, whose upper bound is twice that. Values below
 	// DefaultMinWatchTimeout are raised to it, as in client-go, to spare the

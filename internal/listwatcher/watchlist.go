@@ -1,4 +1,4 @@
-package reflector
+package listwatcher
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+
+	"github.com/boltinformer/boltinformer/internal/encodedwatch"
 )
 
 // watchList relists through a WatchList stream: a WATCH with
@@ -56,67 +58,76 @@ func (r *Reflector) consumeInitialEvents(ctx context.Context, w watch.Interface,
 	if err := r.sink.BeginRelist(string(reason)); err != nil {
 		return "", fmt.Errorf("%w: BeginRelist: %w", ErrSink, err)
 	}
+	// The page's objects, and the encoding each was decoded from (nil for
+	// none), side by side.
 	page := make([]any, 0, r.pageSize)
+	encodings := make([][]byte, 0, r.pageSize)
 	flush := func() error {
 		if len(page) == 0 {
 			return nil
 		}
-		if err := r.sink.AddListPage(page); err != nil {
+		if err := r.sink.AddListPage(page, encodings); err != nil {
 			return fmt.Errorf("%w: AddListPage: %w", ErrSink, err)
 		}
 		r.metrics.ListPage(len(page))
 		page = make([]any, 0, r.pageSize)
+		encodings = make([][]byte, 0, r.pageSize)
 		return nil
 	}
+	plain, encoded := eventsOf(w)
 	for {
+		var event encodedwatch.Event
+		var ok bool
 		select {
 		case <-ctx.Done():
 			return "", ctx.Err()
-		case event, ok := <-w.ResultChan():
-			if !ok {
-				return "", ErrWatchListIncomplete
-			}
-			switch event.Type {
-			case watch.Error:
-				return "", apierrors.FromObject(event.Object)
-			case watch.Added, watch.Bookmark:
-			default:
-				return "", fmt.Errorf("%w: %s event before the initial-events-end bookmark", ErrWatchListNotHonored, event.Type)
-			}
-			if !r.accepts(ctx, event.Object) {
+		case event.Event, ok = <-plain:
+		case event, ok = <-encoded:
+		}
+		if !ok {
+			return "", ErrWatchListIncomplete
+		}
+		switch event.Type {
+		case watch.Error:
+			return "", apierrors.FromObject(event.Object)
+		case watch.Added, watch.Bookmark:
+		default:
+			return "", fmt.Errorf("%w: %s event before the initial-events-end bookmark", ErrWatchListNotHonored, event.Type)
+		}
+		if !r.accepts(ctx, event.Object) {
+			continue
+		}
+		if event.Type == watch.Added {
+			r.pages.observe(event.Object)
+			page = append(page, event.Object)
+			encodings = append(encodings, event.Encoded)
+			if int64(len(page)) < r.pages.limit() {
 				continue
 			}
-			if event.Type == watch.Added {
-				r.pages.observe(event.Object)
-				page = append(page, event.Object)
-				if int64(len(page)) < r.pages.limit() {
-					continue
-				}
-				if err := flush(); err != nil {
-					return "", err
-				}
-				// Stop reading the stream until the sink drains.
-				if err := r.waitBelow(ctx); err != nil {
-					return "", err
-				}
-				continue
-			}
-			accessor, err := meta.Accessor(event.Object)
-			if err != nil {
-				utilruntime.HandleErrorWithContext(ctx, err, "Unable to understand watch-list bookmark", "event", event)
-				return "", fmt.Errorf("%w: unreadable bookmark: %w", ErrWatchListNotHonored, err)
-			}
-			if accessor.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
-				return "", fmt.Errorf("%w: bookmark without %s", ErrWatchListNotHonored, metav1.InitialEventsAnnotationKey)
-			}
-			rv := accessor.GetResourceVersion()
 			if err := flush(); err != nil {
 				return "", err
 			}
-			if err := r.sink.EndRelist(rv); err != nil {
-				return "", fmt.Errorf("%w: EndRelist: %w", ErrSink, err)
+			// Stop reading the stream until the sink drains.
+			if err := r.waitBelow(ctx); err != nil {
+				return "", err
 			}
-			return rv, nil
+			continue
 		}
+		accessor, err := meta.Accessor(event.Object)
+		if err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Unable to understand watch-list bookmark", "event", event.Event)
+			return "", fmt.Errorf("%w: unreadable bookmark: %w", ErrWatchListNotHonored, err)
+		}
+		if accessor.GetAnnotations()[metav1.InitialEventsAnnotationKey] != "true" {
+			return "", fmt.Errorf("%w: bookmark without %s", ErrWatchListNotHonored, metav1.InitialEventsAnnotationKey)
+		}
+		rv := accessor.GetResourceVersion()
+		if err := flush(); err != nil {
+			return "", err
+		}
+		if err := r.sink.EndRelist(rv); err != nil {
+			return "", fmt.Errorf("%w: EndRelist: %w", ErrSink, err)
+		}
+		return rv, nil
 	}
 }

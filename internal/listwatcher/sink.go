@@ -1,4 +1,4 @@
-package reflector
+package listwatcher
 
 import "context"
 
@@ -12,10 +12,19 @@ import "context"
 // An error from any method abandons what the reflector was doing (the watch,
 // or the relist) and is reported to the WatchErrorHandler; after a backoff the
 // reflector re-watches from the last RV the sink accepted, or relists again.
+//
+// With an object the reflector may hand over encoded, the protobuf bytes
+// the object was decoded from (the object's own encoding, without the
+// apiserver's envelope), which a watch of a reflector.ListWatch gives: a
+// sink that stores the object unchanged may write them instead of encoding
+// it again. They are nil when the watch gave none (JSON, another
+// ListerWatcher, a paged LIST). The sink owns them as it owns the object,
+// and must never write into them.
 type Sink interface {
-	// Add, Update and Delete hand over a watch event's object; the sink owns it.
-	Add(obj any) error
-	Update(obj any) error
+	// AddEncoded, UpdateEncoded and Delete hand over a watch event's object;
+	// the sink owns it. encoded may be nil.
+	AddEncoded(obj any, encoded []byte) error
+	UpdateEncoded(obj any, encoded []byte) error
 	Delete(obj any) error
 
 	// Bookmark reports that the watch has seen everything up to rv; the sink
@@ -27,9 +36,10 @@ type Sink interface {
 	// it saw.
 	BeginRelist(reason string) error
 
-	// AddListPage hands over one page of the relist, objects in list order;
-	// the sink owns the slice and its objects.
-	AddListPage(objs []any) error
+	// AddListPage hands over one page of the relist, objects in list order,
+	// and their encodings: nil, or one per object (nil for none). The sink
+	// owns the slices and what they hold.
+	AddListPage(objs []any, encoded [][]byte) error
 
 	// EndRelist ends the relist at the list's rv. The store deletes the keys
 	// no page contained and moves its RV to rv in the same step.

@@ -1,4 +1,4 @@
-package reflector_test
+package listwatcher_test
 
 import (
 	"net"
@@ -9,9 +9,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
+	rt "github.com/boltinformer/boltinformer/internal/listwatcher/listwatchertest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
-	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 func connRefusedErr() error {
@@ -38,8 +38,8 @@ func TestRetriableWatchErrorsBackOffAndRewatchWithoutRelist(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The default backoff without its jitter, so that delays are exact.
-			b := wait.Backoff{Duration: reflector.DefaultBackoffInit, Factor: 2, Steps: 100, Cap: reflector.DefaultBackoffMax}
-			h := start(t, reflector.Options{StartRV: "100", Backoff: &b})
+			b := wait.Backoff{Duration: listwatcher.DefaultBackoffInit, Factor: 2, Steps: 100, Cap: listwatcher.DefaultBackoffMax}
+			h := start(t, listwatcher.Options{StartRV: "100", Backoff: &b})
 			w := h.nextWatch("100")
 			w.Add(testutil.Pod("ns", "a", "101"))
 			w.Close()
@@ -70,7 +70,7 @@ func TestRetriableWatchErrorsBackOffAndRewatchWithoutRelist(t *testing.T) {
 // is its step plus up to 100% jitter, steps double from 800ms to the 30s cap,
 // and two minutes without a failure start them over.
 func TestDefaultBackoffJitterCapAndReset(t *testing.T) {
-	h := startWith(t, reflector.Options{StartRV: "100"}, setup{defaultBackoff: true})
+	h := startWith(t, listwatcher.Options{StartRV: "100"}, setup{defaultBackoff: true})
 	expectDelay := func(base time.Duration) time.Duration {
 		t.Helper()
 		h.waitForWaiter()
@@ -95,14 +95,14 @@ func TestDefaultBackoffJitterCapAndReset(t *testing.T) {
 	w.Add(testutil.Pod("ns", "a", "101"))
 	h.clock.Step(time.Minute)
 	w.Error(status(tooManyRequestsErr()))
-	h.clock.Step(expectDelay(reflector.DefaultBackoffMax))
+	h.clock.Step(expectDelay(listwatcher.DefaultBackoffMax))
 
 	// One that lasts over two minutes resets the backoff.
 	w = h.nextWatch("101")
 	w.Add(testutil.Pod("ns", "a", "102"))
-	h.clock.Step(reflector.DefaultBackoffReset + time.Second)
+	h.clock.Step(listwatcher.DefaultBackoffReset + time.Second)
 	w.Error(status(tooManyRequestsErr()))
-	h.clock.Step(expectDelay(reflector.DefaultBackoffInit))
+	h.clock.Step(expectDelay(listwatcher.DefaultBackoffInit))
 
 	h.nextWatch("102")
 	h.stop()

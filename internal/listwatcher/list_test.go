@@ -1,4 +1,4 @@
-package reflector_test
+package listwatcher_test
 
 import (
 	"errors"
@@ -9,24 +9,24 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
+	rt "github.com/boltinformer/boltinformer/internal/listwatcher/listwatchertest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
-	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 func TestFirstActionIsAPagedConsistentList(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
-		opts       reflector.Options
-		wantReason reflector.RelistReason
+		opts       listwatcher.Options
+		wantReason listwatcher.RelistReason
 	}{
-		{"no stored RV", reflector.Options{}, reflector.RelistColdStart},
-		{"stored RV 0", reflector.Options{StartRV: "0"}, reflector.RelistColdStart},
-		{"must relist", reflector.Options{StartRV: "100", MustRelist: true}, reflector.RelistRequired},
+		{"no stored RV", listwatcher.Options{}, listwatcher.RelistColdStart},
+		{"stored RV 0", listwatcher.Options{StartRV: "0"}, listwatcher.RelistColdStart},
+		{"must relist", listwatcher.Options{StartRV: "100", MustRelist: true}, listwatcher.RelistRequired},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := start(t, tc.opts)
-			req := h.nextList(reflector.DefaultPageSize, "")
+			req := h.nextList(listwatcher.DefaultPageSize, "")
 			if got := h.r.LastSyncResourceVersion(); got != tc.opts.StartRV {
 				t.Errorf("LastSyncResourceVersion() = %q during the list, want the stored %q", got, tc.opts.StartRV)
 			}
@@ -39,7 +39,7 @@ func TestFirstActionIsAPagedConsistentList(t *testing.T) {
 			}
 			h.stop()
 			m := h.metrics.snapshot()
-			if !slices.Equal(m.relists, []reflector.RelistReason{tc.wantReason}) || m.resumes != 0 {
+			if !slices.Equal(m.relists, []listwatcher.RelistReason{tc.wantReason}) || m.resumes != 0 {
 				t.Errorf("metrics %v, want one relist (%s) and no resumed watch", m, tc.wantReason)
 			}
 		})
@@ -53,19 +53,19 @@ func TestUnusableRVRelistsInPages(t *testing.T) {
 		name     string
 		err      error
 		asEvent  bool // the error arrives as the watch's ERROR event, else as the request's answer
-		wantWhy  reflector.RelistReason
+		wantWhy  listwatcher.RelistReason
 		isReason func(error) bool
 	}{
-		{"410 Expired event", expiredErr(), true, reflector.RelistExpired, apierrors.IsResourceExpired},
-		{"410 Gone event", goneErr(), true, reflector.RelistExpired, apierrors.IsGone},
-		{"410 Expired on request", expiredErr(), false, reflector.RelistExpired, apierrors.IsResourceExpired},
-		{"too large RV event", tooLargeErr(), true, reflector.RelistTooLargeRV, apierrors.IsTimeout},
-		{"too large RV on request", tooLargeErr(), false, reflector.RelistTooLargeRV, apierrors.IsTimeout},
-		{"too large RV, 1.17 cause message", tooLargeCauseMessageErr(), true, reflector.RelistTooLargeRV, apierrors.IsTimeout},
-		{"too large RV, pre-1.17 message", tooLargeMessageErr(), true, reflector.RelistTooLargeRV, apierrors.IsTimeout},
+		{"410 Expired event", expiredErr(), true, listwatcher.RelistExpired, apierrors.IsResourceExpired},
+		{"410 Gone event", goneErr(), true, listwatcher.RelistExpired, apierrors.IsGone},
+		{"410 Expired on request", expiredErr(), false, listwatcher.RelistExpired, apierrors.IsResourceExpired},
+		{"too large RV event", tooLargeErr(), true, listwatcher.RelistTooLargeRV, apierrors.IsTimeout},
+		{"too large RV on request", tooLargeErr(), false, listwatcher.RelistTooLargeRV, apierrors.IsTimeout},
+		{"too large RV, 1.17 cause message", tooLargeCauseMessageErr(), true, listwatcher.RelistTooLargeRV, apierrors.IsTimeout},
+		{"too large RV, pre-1.17 message", tooLargeMessageErr(), true, listwatcher.RelistTooLargeRV, apierrors.IsTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := start(t, reflector.Options{StartRV: "100", PageSize: 2})
+			h := start(t, listwatcher.Options{StartRV: "100", PageSize: 2})
 			req := h.lw.Next(t)
 			expectWatch(t, req, "100")
 			if tc.asEvent {
@@ -106,7 +106,7 @@ func TestUnusableRVRelistsInPages(t *testing.T) {
 			}
 
 			m := h.metrics.snapshot()
-			if !slices.Equal(m.relists, []reflector.RelistReason{tc.wantWhy}) || !slices.Equal(m.pages, []int{2, 2, 1}) {
+			if !slices.Equal(m.relists, []listwatcher.RelistReason{tc.wantWhy}) || !slices.Equal(m.pages, []int{2, 2, 1}) {
 				t.Errorf("metrics %v, want one relist (%s) of pages 2 2 1", m, tc.wantWhy)
 			}
 			// Like any failure, an unusable RV costs a backoff step before the
@@ -134,7 +134,7 @@ func TestUnusableRVRelistsInPages(t *testing.T) {
 }
 
 func TestExpiredContinueTokenRestartsListFromFirstPage(t *testing.T) {
-	h := start(t, reflector.Options{PageSize: 2})
+	h := start(t, listwatcher.Options{PageSize: 2})
 	h.nextList(2, "").RespondList(page("10", "c1", "a", "b"))
 	h.nextList(2, "c1").RespondError(expiredErr())
 	h.nextList(2, "").RespondList(page("20", "c2", "a", "b"))
@@ -153,7 +153,7 @@ func TestExpiredContinueTokenRestartsListFromFirstPage(t *testing.T) {
 }
 
 func TestListRestartLimit(t *testing.T) {
-	h := start(t, reflector.Options{PageSize: 1})
+	h := start(t, listwatcher.Options{PageSize: 1})
 	for i := 0; i < 6; i++ {
 		h.nextList(1, "").RespondList(page("10", "c", "a"))
 		h.nextList(1, "c").RespondError(expiredErr())
@@ -163,7 +163,7 @@ func TestListRestartLimit(t *testing.T) {
 	h.nextWatch("30")
 	h.stop()
 	errs := h.errors()
-	if len(errs) != 1 || !errors.Is(errs[0], reflector.ErrListRestartLimit) || !apierrors.IsResourceExpired(errs[0]) {
+	if len(errs) != 1 || !errors.Is(errs[0], listwatcher.ErrListRestartLimit) || !apierrors.IsResourceExpired(errs[0]) {
 		t.Fatalf("reported errors %v, want ErrListRestartLimit wrapping the 410", errs)
 	}
 	m := h.metrics.snapshot()
@@ -173,7 +173,7 @@ func TestListRestartLimit(t *testing.T) {
 }
 
 func TestListErrorBacksOffAndRetries(t *testing.T) {
-	h := start(t, reflector.Options{PageSize: 2, Backoff: &wait.Backoff{Duration: time.Second}})
+	h := start(t, listwatcher.Options{PageSize: 2, Backoff: &wait.Backoff{Duration: time.Second}})
 	listErr := apierrors.NewInternalError(errors.New("etcd unavailable"))
 	h.nextList(2, "").RespondList(page("10", "c1", "a", "b"))
 	h.nextList(2, "c1").RespondError(listErr)
@@ -192,7 +192,7 @@ func TestListErrorBacksOffAndRetries(t *testing.T) {
 }
 
 func TestBackpressurePausesListBetweenPages(t *testing.T) {
-	h := start(t, reflector.Options{PageSize: 2, MaxQueuedItems: 7})
+	h := start(t, listwatcher.Options{PageSize: 2, MaxQueuedItems: 7})
 	release := h.sink.BlockWaitBelow()
 	defer release()
 	h.nextList(2, "").RespondList(page("10", "c1", "a", "b"))
@@ -207,7 +207,7 @@ func TestBackpressurePausesListBetweenPages(t *testing.T) {
 }
 
 func TestOversizedPageIsSplit(t *testing.T) {
-	h := start(t, reflector.Options{PageSize: 2})
+	h := start(t, listwatcher.Options{PageSize: 2})
 	// A server that ignores Limit.
 	h.nextList(2, "").RespondList(page("10", "", "a", "b", "c", "d", "e"))
 	h.nextWatch("10")
@@ -216,15 +216,15 @@ func TestOversizedPageIsSplit(t *testing.T) {
 }
 
 func TestEmptyListEndsRelist(t *testing.T) {
-	h := start(t, reflector.Options{})
-	h.nextList(reflector.DefaultPageSize, "").RespondList(page("10", ""))
+	h := start(t, listwatcher.Options{})
+	h.nextList(listwatcher.DefaultPageSize, "").RespondList(page("10", ""))
 	h.nextWatch("10")
 	expectCalls(t, h.sink, "BeginRelist", "EndRelist(10)")
 }
 
 func TestCancelDuringListReturnsPromptly(t *testing.T) {
-	h := start(t, reflector.Options{})
-	req := h.nextList(reflector.DefaultPageSize, "")
+	h := start(t, listwatcher.Options{})
+	req := h.nextList(listwatcher.DefaultPageSize, "")
 	h.stop()
 	select {
 	case <-req.Done():
@@ -234,7 +234,7 @@ func TestCancelDuringListReturnsPromptly(t *testing.T) {
 }
 
 func TestCancelDuringWaitBelowReturnsPromptly(t *testing.T) {
-	h := start(t, reflector.Options{PageSize: 1})
+	h := start(t, listwatcher.Options{PageSize: 1})
 	release := h.sink.BlockWaitBelow()
 	defer release()
 	h.nextList(1, "").RespondList(page("10", "c1", "a"))
@@ -246,7 +246,7 @@ func TestCancelDuringWaitBelowReturnsPromptly(t *testing.T) {
 }
 
 func TestSinkErrorDuringRelistRelistsAgain(t *testing.T) {
-	h := start(t, reflector.Options{PageSize: 2})
+	h := start(t, listwatcher.Options{PageSize: 2})
 	sinkErr := errors.New("disk full")
 	h.sink.FailNext(rt.OpAddListPage, sinkErr)
 	h.nextList(2, "").RespondList(page("10", "c1", "a", "b"))
@@ -255,7 +255,7 @@ func TestSinkErrorDuringRelistRelistsAgain(t *testing.T) {
 	h.nextWatch("20")
 	expectCalls(t, h.sink, "BeginRelist", "AddListPage(a@1,b@1)", "BeginRelist", "AddListPage(a@1)", "EndRelist(20)")
 	errs := h.errors()
-	if len(errs) != 1 || !errors.Is(errs[0], reflector.ErrSink) || !errors.Is(errs[0], sinkErr) {
+	if len(errs) != 1 || !errors.Is(errs[0], listwatcher.ErrSink) || !errors.Is(errs[0], sinkErr) {
 		t.Errorf("reported errors %v, want ErrSink wrapping the sink's error", errs)
 	}
 }

@@ -1,4 +1,4 @@
-package reflector
+package listwatcher
 
 import (
 	"context"
@@ -119,7 +119,7 @@ func (r *Reflector) listOnce(ctx context.Context, reason RelistReason) error {
 		}
 		// A continued request carries only the token: it encodes the RV.
 		opts.Continue = next
-		failpoint.Inject("reflector.betweenListPages") // a page handed over, the next not yet requested
+		failpoint.Inject("listwatcher.betweenListPages") // a page handed over, the next not yet requested
 	}
 	if err := r.sink.EndRelist(listRV); err != nil {
 		return fmt.Errorf("%w: EndRelist: %w", ErrSink, err)
@@ -142,7 +142,7 @@ func (r *Reflector) addPages(ctx context.Context, items []runtime.Object) error 
 			items = items[1:]
 		}
 		n := len(page)
-		if err := r.sink.AddListPage(page); err != nil {
+		if err := r.sink.AddListPage(page, nil); err != nil {
 			return fmt.Errorf("%w: AddListPage: %w", ErrSink, err)
 		}
 		r.metrics.ListPage(n)

@@ -1,4 +1,4 @@
-package reflector_test
+package listwatcher_test
 
 import (
 	"slices"
@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 )
@@ -31,7 +32,7 @@ func bigPage(rv, cont string, names ...string) *corev1.PodList {
 func threeBigPods() int64 { return int64(bigPod("a").Size())*3 + 100 }
 
 func TestPageBytesShrinksListPages(t *testing.T) {
-	h := start(t, reflector.Options{PageSize: 10, PageBytes: threeBigPods()})
+	h := start(t, listwatcher.Options{PageSize: 10, PageBytes: threeBigPods()})
 	// Nothing is known of the objects before the first page: it asks for
 	// PageSize, and is split into pages of three from its first object on.
 	h.nextList(10, "").RespondList(bigPage("10", "c1", "a", "b", "c", "d", "e", "f", "g"))
@@ -48,7 +49,7 @@ func TestPageBytesShrinksListPages(t *testing.T) {
 }
 
 func TestPageBytesShrinksWatchListPages(t *testing.T) {
-	h := start(t, reflector.Options{WatchList: reflector.WatchListOn, PageSize: 10, PageBytes: threeBigPods()})
+	h := start(t, listwatcher.Options{WatchList: reflector.WatchListOn, PageSize: 10, PageBytes: threeBigPods()})
 	req := h.lw.Next(t)
 	expectWatchList(t, req)
 	w := req.RespondWatch()
@@ -64,7 +65,7 @@ func TestPageBytesShrinksWatchListPages(t *testing.T) {
 func TestPageBytesKeepsPageSizeForSmallObjects(t *testing.T) {
 	// testutil.Pod is about 100 bytes: the default PageBytes holds far more
 	// than PageSize of them.
-	h := start(t, reflector.Options{PageSize: 2})
+	h := start(t, listwatcher.Options{PageSize: 2})
 	h.nextList(2, "").RespondList(page("10", "c1", "a", "b"))
 	h.nextList(2, "c1").RespondList(page("10", "", "c"))
 	h.nextWatch("10")
@@ -72,7 +73,7 @@ func TestPageBytesKeepsPageSizeForSmallObjects(t *testing.T) {
 }
 
 func TestNegativePageBytesCountsObjectsOnly(t *testing.T) {
-	h := start(t, reflector.Options{PageSize: 4, PageBytes: -1})
+	h := start(t, listwatcher.Options{PageSize: 4, PageBytes: -1})
 	h.nextList(4, "").RespondList(bigPage("10", "c1", "a", "b", "c", "d"))
 	h.nextList(4, "c1").RespondList(bigPage("10", "", "e"))
 	h.nextWatch("10")

@@ -1,4 +1,4 @@
-package reflector
+package listwatcher
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/klog/v2"
+
+	"github.com/boltinformer/boltinformer/internal/encodedwatch"
 )
 
 // veryShortWatch is how long a watch must last, when it delivers nothing, to
@@ -178,61 +180,76 @@ func (r *Reflector) consumeWatch(ctx context.Context, w watch.Interface, start t
 		}
 	}
 	events := 0
+	plain, encoded := eventsOf(w)
 	for {
+		var event encodedwatch.Event
+		var ok bool
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-graceC:
 			establish()
+			continue
 		case reason := <-r.relistRequests:
 			// Put it back for watch, which returns it as the relist's reason.
 			r.RequestRelist(reason)
 			return errRelistRequested
-		case event, ok := <-w.ResultChan():
-			if !ok {
-				if !continued && events == 0 && r.clock.Since(start) < veryShortWatch {
-					return ErrVeryShortWatch
-				}
-				klog.FromContext(ctx).V(4).Info("Watch ended", "events", events, "duration", r.clock.Since(start))
-				return nil
+		case event.Event, ok = <-plain:
+		case event, ok = <-encoded:
+		}
+		if !ok {
+			if !continued && events == 0 && r.clock.Since(start) < veryShortWatch {
+				return ErrVeryShortWatch
 			}
-			if event.Type == watch.Error {
-				return apierrors.FromObject(event.Object)
-			}
-			establish()
-			if !r.accepts(ctx, event.Object) {
-				continue
-			}
-			accessor, err := meta.Accessor(event.Object)
-			if err != nil {
-				utilruntime.HandleErrorWithContext(ctx, err, "Unable to understand watch event", "event", event)
-				continue
-			}
-			rv := accessor.GetResourceVersion()
-			switch event.Type {
-			case watch.Added:
-				err = r.sink.Add(event.Object)
-			case watch.Modified:
-				propagateRV = true
-				err = r.sink.Update(event.Object)
-			case watch.Deleted:
-				propagateRV = true
-				err = r.sink.Delete(event.Object)
-			case watch.Bookmark:
-				propagateRV = true
-				err = r.sink.Bookmark(rv)
-			default:
-				utilruntime.HandleErrorWithContext(ctx, nil, "Unknown watch event", "eventType", event.Type)
-				continue
-			}
-			if err != nil {
-				// Not recorded as seen: the next watch replays this event.
-				return fmt.Errorf("%w: %s %s at resourceVersion %q: %w", ErrSink, event.Type, r.typeDescription, rv, err)
-			}
-			events++
-			if propagateRV && rv != "" {
-				r.setLastSyncResourceVersion(rv)
-			}
+			klog.FromContext(ctx).V(4).Info("Watch ended", "events", events, "duration", r.clock.Since(start))
+			return nil
+		}
+		if event.Type == watch.Error {
+			return apierrors.FromObject(event.Object)
+		}
+		establish()
+		if !r.accepts(ctx, event.Object) {
+			continue
+		}
+		accessor, err := meta.Accessor(event.Object)
+		if err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Unable to understand watch event", "event", event.Event)
+			continue
+		}
+		rv := accessor.GetResourceVersion()
+		switch event.Type {
+		case watch.Added:
+			err = r.sink.AddEncoded(event.Object, event.Encoded)
+		case watch.Modified:
+			propagateRV = true
+			err = r.sink.UpdateEncoded(event.Object, event.Encoded)
+		case watch.Deleted:
+			propagateRV = true
+			err = r.sink.Delete(event.Object)
+		case watch.Bookmark:
+			propagateRV = true
+			err = r.sink.Bookmark(rv)
+		default:
+			utilruntime.HandleErrorWithContext(ctx, nil, "Unknown watch event", "eventType", event.Type)
+			continue
+		}
+		if err != nil {
+			// Not recorded as seen: the next watch replays this event.
+			return fmt.Errorf("%w: %s %s at resourceVersion %q: %w", ErrSink, event.Type, r.typeDescription, rv, err)
+		}
+		events++
+		if propagateRV && rv != "" {
+			r.setLastSyncResourceVersion(rv)
 		}
 	}
+}
+
+// eventsOf returns the channel w's events come out of, one of the two:
+// with the encodings of their objects when w has them (a watch of a
+// reflector.ListWatch), else plain.
+func eventsOf(w watch.Interface) (<-chan watch.Event, <-chan encodedwatch.Event) {
+	if ew, ok := w.(encodedwatch.Interface); ok {
+		return nil, ew.EncodedResultChan()
+	}
+	return w.ResultChan(), nil
 }

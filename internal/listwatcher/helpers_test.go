@@ -1,4 +1,4 @@
-package reflector_test
+package listwatcher_test
 
 import (
 	"context"
@@ -15,9 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
+	rt "github.com/boltinformer/boltinformer/internal/listwatcher/listwatchertest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 // harness runs a Reflector against the fakes until the test ends.
@@ -27,7 +28,7 @@ type harness struct {
 	sink    *rt.Sink
 	clock   *testingclock.FakeClock
 	metrics *recordingMetrics
-	r       *reflector.Reflector
+	r       *listwatcher.Reflector
 
 	// mu protects errs and established.
 	mu          sync.Mutex
@@ -52,12 +53,12 @@ type setup struct {
 // start runs a Reflector for *corev1.Pod with opts completed by the fakes. A
 // nil opts.Backoff becomes a zero backoff, so that retries need no clock
 // step, and WatchListAuto becomes WatchListOff.
-func start(t *testing.T, opts reflector.Options) *harness {
+func start(t *testing.T, opts listwatcher.Options) *harness {
 	t.Helper()
 	return startWith(t, opts, setup{})
 }
 
-func startWith(t *testing.T, opts reflector.Options, s setup) *harness {
+func startWith(t *testing.T, opts listwatcher.Options, s setup) *harness {
 	t.Helper()
 	if opts.Backoff == nil && !s.defaultBackoff {
 		opts.Backoff = &wait.Backoff{}
@@ -79,7 +80,7 @@ func startWith(t *testing.T, opts reflector.Options, s setup) *harness {
 	if opts.WatchEstablishedAfter == 0 {
 		opts.WatchEstablishedAfter = -1 // at once; TestWatchEstablishedOnlyWithoutAnEarlyError tests the grace
 	}
-	opts.WatchErrorHandler = func(ctx context.Context, r *reflector.Reflector, err error) {
+	opts.WatchErrorHandler = func(ctx context.Context, r *listwatcher.Reflector, err error) {
 		h.mu.Lock()
 		h.errs = append(h.errs, err)
 		h.mu.Unlock()
@@ -89,7 +90,7 @@ func startWith(t *testing.T, opts reflector.Options, s setup) *harness {
 		h.established = append(h.established, rv)
 		h.mu.Unlock()
 	}
-	h.r = reflector.New(h.lw, &corev1.Pod{}, h.sink, opts)
+	h.r = listwatcher.New(h.lw, &corev1.Pod{}, h.sink, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
 	go func() { h.done <- h.r.Run(ctx) }()
@@ -250,7 +251,7 @@ func status(err error) metav1.Status {
 
 // metrics is what recordingMetrics saw.
 type metrics struct {
-	relists   []reflector.RelistReason
+	relists   []listwatcher.RelistReason
 	restarts  int
 	pages     []int
 	resumes   int
@@ -265,7 +266,7 @@ func (m metrics) String() string {
 		m.relists, m.restarts, m.pages, m.resumes, m.fallbacks, m.backoffs, m.failures, m.closes)
 }
 
-// recordingMetrics records every call of reflector.Metrics.
+// recordingMetrics records every call of listwatcher.Metrics.
 type recordingMetrics struct {
 	// mu protects m.
 	mu sync.Mutex
@@ -278,7 +279,7 @@ func (r *recordingMetrics) record(f func(m *metrics)) {
 	f(&r.m)
 }
 
-func (r *recordingMetrics) RelistStarted(reason reflector.RelistReason) {
+func (r *recordingMetrics) RelistStarted(reason listwatcher.RelistReason) {
 	r.record(func(m *metrics) { m.relists = append(m.relists, reason) })
 }
 func (r *recordingMetrics) ListRestarted() { r.record(func(m *metrics) { m.restarts++ }) }

@@ -1,4 +1,4 @@
-package reflector
+package listwatcher
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/boltinformer/boltinformer/reflector"
 )
 
 // Reflector keeps a Sink current with one resource of the apiserver. Make one
@@ -153,9 +155,9 @@ func newReflector(lw cache.ListerWatcherWithContext, client any, expectedType ru
 		r.watchErrorHandler = DefaultWatchErrorHandler
 	}
 	switch opts.WatchList {
-	case WatchListOn:
+	case reflector.WatchListOn:
 		r.useWatchList = true
-	case WatchListAuto:
+	case reflector.WatchListAuto:
 		r.useWatchList = clientfeatures.FeatureGates().Enabled(clientfeatures.WatchListClient) &&
 			!watchlist.DoesClientNotSupportWatchListSemantics(client)
 	}

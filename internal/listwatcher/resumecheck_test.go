@@ -1,4 +1,4 @@
-package reflector_test
+package listwatcher_test
 
 import (
 	"errors"
@@ -6,9 +6,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
+	rt "github.com/boltinformer/boltinformer/internal/listwatcher/listwatchertest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
-	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 // nextProbe takes the next request and checks it is the resume check: a
@@ -29,7 +29,7 @@ func TestResumeCheckThenWatchFromStoredRV(t *testing.T) {
 		{"RV not an integer", "abc"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := start(t, reflector.Options{StartRV: "100", CheckResumeRV: true})
+			h := start(t, listwatcher.Options{StartRV: "100", CheckResumeRV: true})
 			h.nextProbe().RespondList(page(tc.clusterRV, "", "a"))
 			w := h.nextWatch("100")
 			w.Add(testutil.Pod("ns", "a", "101"))
@@ -58,20 +58,20 @@ func TestResumeCheckThenWatchFromStoredRV(t *testing.T) {
 // ErrResourceVersionAhead, relists with reason rv_ahead_of_cluster, and
 // watches from the list's RV without another check.
 func TestResumeCheckRVAheadRelists(t *testing.T) {
-	h := start(t, reflector.Options{StartRV: "900", CheckResumeRV: true})
+	h := start(t, listwatcher.Options{StartRV: "900", CheckResumeRV: true})
 	h.nextProbe().RespondList(page("40", "", "a"))
-	h.nextList(reflector.DefaultPageSize, "").RespondList(page("41", "", "a", "b"))
+	h.nextList(listwatcher.DefaultPageSize, "").RespondList(page("41", "", "a", "b"))
 	h.nextWatch("41")
 	expectCalls(t, h.sink, "BeginRelist", "AddListPage(a@1,b@1)", "EndRelist(41)")
 	h.stop()
-	want := []string{`list rv="" limit=1`, fmt.Sprintf(`list rv="" limit=%d`, reflector.DefaultPageSize), `watch rv="41"`}
+	want := []string{`list rv="" limit=1`, fmt.Sprintf(`list rv="" limit=%d`, listwatcher.DefaultPageSize), `watch rv="41"`}
 	if got := callStrings(h.lw); !slices.Equal(got, want) {
 		t.Fatalf("requests %v, want %v", got, want)
 	}
-	if m := h.metrics.snapshot(); !slices.Equal(m.relists, []reflector.RelistReason{reflector.RelistRVAhead}) || m.resumes != 0 {
-		t.Errorf("metrics %v, want one relist (%s) and no resumed watch", m, reflector.RelistRVAhead)
+	if m := h.metrics.snapshot(); !slices.Equal(m.relists, []listwatcher.RelistReason{listwatcher.RelistRVAhead}) || m.resumes != 0 {
+		t.Errorf("metrics %v, want one relist (%s) and no resumed watch", m, listwatcher.RelistRVAhead)
 	}
-	if errs := h.errors(); len(errs) != 1 || !errors.Is(errs[0], reflector.ErrResourceVersionAhead) {
+	if errs := h.errors(); len(errs) != 1 || !errors.Is(errs[0], listwatcher.ErrResourceVersionAhead) {
 		t.Errorf("reported errors %v, want ErrResourceVersionAhead", errs)
 	}
 }
@@ -80,35 +80,35 @@ func TestResumeCheckRVAheadRelists(t *testing.T) {
 // went away and came back from an older etcd), the re-watch is checked too,
 // and a failed check backs off and checks again before any WATCH.
 func TestResumeCheckOnRewatchAfterFailure(t *testing.T) {
-	h := start(t, reflector.Options{StartRV: "100", CheckResumeRV: true})
+	h := start(t, listwatcher.Options{StartRV: "100", CheckResumeRV: true})
 	h.nextProbe().RespondList(page("100", ""))
 	w := h.nextWatch("100")
 	w.Modify(testutil.Pod("ns", "a", "120"))
 	w.Error(status(tooManyRequestsErr()))
 	h.nextProbe().RespondError(tooManyRequestsErr())
 	h.nextProbe().RespondList(page("7", ""))
-	h.nextList(reflector.DefaultPageSize, "").RespondList(page("8", "", "a"))
+	h.nextList(listwatcher.DefaultPageSize, "").RespondList(page("8", "", "a"))
 	h.nextWatch("8")
 	expectCalls(t, h.sink, "Update(a@120)", "BeginRelist", "AddListPage(a@1)", "EndRelist(8)")
 	h.stop()
-	want := []string{`list rv="" limit=1`, `watch rv="100"`, `list rv="" limit=1`, `list rv="" limit=1`, fmt.Sprintf(`list rv="" limit=%d`, reflector.DefaultPageSize), `watch rv="8"`}
+	want := []string{`list rv="" limit=1`, `watch rv="100"`, `list rv="" limit=1`, `list rv="" limit=1`, fmt.Sprintf(`list rv="" limit=%d`, listwatcher.DefaultPageSize), `watch rv="8"`}
 	if got := callStrings(h.lw); !slices.Equal(got, want) {
 		t.Fatalf("requests %v, want %v", got, want)
 	}
-	if m := h.metrics.snapshot(); !slices.Equal(m.relists, []reflector.RelistReason{reflector.RelistRVAhead}) {
-		t.Errorf("metrics %v, want one relist (%s)", m, reflector.RelistRVAhead)
+	if m := h.metrics.snapshot(); !slices.Equal(m.relists, []listwatcher.RelistReason{listwatcher.RelistRVAhead}) {
+		t.Errorf("metrics %v, want one relist (%s)", m, listwatcher.RelistRVAhead)
 	}
 }
 
 // TestMustRelistReason: an explicit reason is reported for the first
 // relist, also without a stored RV.
 func TestMustRelistReason(t *testing.T) {
-	h := start(t, reflector.Options{MustRelist: true, MustRelistReason: reflector.RelistClusterChanged, CheckResumeRV: true})
-	h.nextList(reflector.DefaultPageSize, "").RespondList(page("5", ""))
+	h := start(t, listwatcher.Options{MustRelist: true, MustRelistReason: listwatcher.RelistClusterChanged, CheckResumeRV: true})
+	h.nextList(listwatcher.DefaultPageSize, "").RespondList(page("5", ""))
 	h.nextWatch("5")
 	h.stop()
-	if m := h.metrics.snapshot(); !slices.Equal(m.relists, []reflector.RelistReason{reflector.RelistClusterChanged}) {
-		t.Errorf("metrics %v, want one relist (%s)", m, reflector.RelistClusterChanged)
+	if m := h.metrics.snapshot(); !slices.Equal(m.relists, []listwatcher.RelistReason{listwatcher.RelistClusterChanged}) {
+		t.Errorf("metrics %v, want one relist (%s)", m, listwatcher.RelistClusterChanged)
 	}
 }
 

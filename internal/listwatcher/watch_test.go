@@ -1,4 +1,4 @@
-package reflector_test
+package listwatcher_test
 
 import (
 	"context"
@@ -12,13 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
+	rt "github.com/boltinformer/boltinformer/internal/listwatcher/listwatchertest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 func TestWarmStartWatchesFromStoredRVWithoutList(t *testing.T) {
-	h := start(t, reflector.Options{StartRV: "100"})
+	h := start(t, listwatcher.Options{StartRV: "100"})
 
 	req := h.lw.Next(t)
 	expectWatch(t, req, "100")
@@ -54,7 +55,7 @@ func TestWarmStartWatchesFromStoredRVWithoutList(t *testing.T) {
 }
 
 func TestEventsAndBookmarksAdvanceLastSyncResourceVersion(t *testing.T) {
-	h := start(t, reflector.Options{StartRV: "10"})
+	h := start(t, listwatcher.Options{StartRV: "10"})
 	w := h.nextWatch("10")
 	steps := []struct {
 		send func() bool
@@ -77,7 +78,7 @@ func TestEventsAndBookmarksAdvanceLastSyncResourceVersion(t *testing.T) {
 }
 
 func TestWatchClosedNormallyRewatchesFromLastRV(t *testing.T) {
-	h := start(t, reflector.Options{StartRV: "100"})
+	h := start(t, listwatcher.Options{StartRV: "100"})
 	w := h.nextWatch("100")
 	w.Add(testutil.Pod("ns", "a", "101"))
 	w.Bookmark(bookmark("105"))
@@ -105,7 +106,7 @@ func TestWatchClosedNormallyRewatchesFromLastRV(t *testing.T) {
 }
 
 func TestVeryShortWatchBacksOff(t *testing.T) {
-	h := start(t, reflector.Options{StartRV: "100", Backoff: &wait.Backoff{Duration: time.Second}})
+	h := start(t, listwatcher.Options{StartRV: "100", Backoff: &wait.Backoff{Duration: time.Second}})
 	w := h.nextWatch("100")
 	w.Close() // no event, no time passed
 
@@ -114,16 +115,16 @@ func TestVeryShortWatchBacksOff(t *testing.T) {
 	h.clock.Step(time.Second)
 	h.nextWatch("100")
 	errs := h.errors()
-	if len(errs) != 1 || !errors.Is(errs[0], reflector.ErrVeryShortWatch) {
+	if len(errs) != 1 || !errors.Is(errs[0], listwatcher.ErrVeryShortWatch) {
 		t.Errorf("reported errors %v, want ErrVeryShortWatch", errs)
 	}
-	if m := h.metrics.snapshot(); m.closes != 0 || len(m.failures) != 1 || !errors.Is(m.failures[0], reflector.ErrVeryShortWatch) {
+	if m := h.metrics.snapshot(); m.closes != 0 || len(m.failures) != 1 || !errors.Is(m.failures[0], listwatcher.ErrVeryShortWatch) {
 		t.Errorf("metrics %v, want one failure (ErrVeryShortWatch) and no close", m)
 	}
 }
 
 func TestSinkErrorRewatchesFromLastAcceptedRV(t *testing.T) {
-	h := start(t, reflector.Options{StartRV: "100"})
+	h := start(t, listwatcher.Options{StartRV: "100"})
 	w := h.nextWatch("100")
 	w.Add(testutil.Pod("ns", "a", "101"))
 	sinkErr := errors.New("queue closed")
@@ -138,14 +139,14 @@ func TestSinkErrorRewatchesFromLastAcceptedRV(t *testing.T) {
 	w2.Modify(testutil.Pod("ns", "a", "102"))
 	expectCalls(t, h.sink, "Add(a@101)", "Update(a@102)", "Update(a@102)")
 	errs := h.errors()
-	if len(errs) != 1 || !errors.Is(errs[0], reflector.ErrSink) || !errors.Is(errs[0], sinkErr) {
+	if len(errs) != 1 || !errors.Is(errs[0], listwatcher.ErrSink) || !errors.Is(errs[0], sinkErr) {
 		t.Errorf("reported errors %v, want ErrSink wrapping the sink's error", errs)
 	}
 	expectNoLists(t, h.lw)
 }
 
 func TestWatchDropsObjectsOfAnotherType(t *testing.T) {
-	h := start(t, reflector.Options{StartRV: "100"})
+	h := start(t, listwatcher.Options{StartRV: "100"})
 	w := h.nextWatch("100")
 	w.Add(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cm", ResourceVersion: "101"}})
 	w.Add(testutil.Pod("ns", "a", "102"))
@@ -162,7 +163,7 @@ func TestWatchDropsUnstructuredOfAnotherGVK(t *testing.T) {
 	expected := &unstructured.Unstructured{}
 	expected.SetAPIVersion("apps/v1")
 	expected.SetKind("Deployment")
-	r := reflector.New(lw, expected, sink, reflector.Options{StartRV: "100", WatchList: reflector.WatchListOff})
+	r := listwatcher.New(lw, expected, sink, listwatcher.Options{StartRV: "100", WatchList: reflector.WatchListOff})
 	if got := r.TypeDescription(); got != "apps/v1, Kind=Deployment" {
 		t.Errorf("TypeDescription() = %q", got)
 	}
@@ -186,7 +187,7 @@ func TestWatchDropsUnstructuredOfAnotherGVK(t *testing.T) {
 }
 
 func TestCancelDuringWatchReturnsPromptly(t *testing.T) {
-	h := start(t, reflector.Options{StartRV: "100"})
+	h := start(t, listwatcher.Options{StartRV: "100"})
 	w := h.nextWatch("100")
 	w.Add(testutil.Pod("ns", "a", "101"))
 	h.sink.WaitForCalls(t, 1)
@@ -197,7 +198,7 @@ func TestCancelDuringWatchReturnsPromptly(t *testing.T) {
 }
 
 func TestCancelWhileWatchRequestPendingReturnsPromptly(t *testing.T) {
-	h := start(t, reflector.Options{StartRV: "100"})
+	h := start(t, listwatcher.Options{StartRV: "100"})
 	req := h.lw.Next(t)
 	h.stop()
 	select {
@@ -208,16 +209,16 @@ func TestCancelWhileWatchRequestPendingReturnsPromptly(t *testing.T) {
 }
 
 func TestCancelDuringBackoffReturnsPromptly(t *testing.T) {
-	h := start(t, reflector.Options{StartRV: "100", Backoff: &wait.Backoff{Duration: time.Hour}})
+	h := start(t, listwatcher.Options{StartRV: "100", Backoff: &wait.Backoff{Duration: time.Hour}})
 	h.lw.Next(t).RespondError(tooManyRequestsErr())
 	h.waitForWaiter()
 	h.stop()
 }
 
 func TestRunTwice(t *testing.T) {
-	h := start(t, reflector.Options{StartRV: "100"})
+	h := start(t, listwatcher.Options{StartRV: "100"})
 	h.lw.Next(t)
-	if err := h.r.Run(context.Background()); !errors.Is(err, reflector.ErrAlreadyRunning) {
+	if err := h.r.Run(context.Background()); !errors.Is(err, listwatcher.ErrAlreadyRunning) {
 		t.Errorf("second Run = %v, want ErrAlreadyRunning", err)
 	}
 }

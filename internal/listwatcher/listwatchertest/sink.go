@@ -1,4 +1,4 @@
-package reflectortest
+package listwatchertest
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 type Op string
 
 const (
-	OpAdd         Op = "Add"
-	OpUpdate      Op = "Update"
+	OpAdd         Op = "Add"    // AddEncoded
+	OpUpdate      Op = "Update" // UpdateEncoded
 	OpDelete      Op = "Delete"
 	OpBookmark    Op = "Bookmark"
 	OpBeginRelist Op = "BeginRelist"
@@ -28,7 +28,10 @@ const (
 // SinkCall is one call the Sink received.
 type SinkCall struct {
 	Op      Op
-	Objects []any  // Add, Update, Delete: the object; AddListPage: the page
+	Objects []any // Add, Update, Delete: the object; AddListPage: the page
+	// Encoded holds the encodings handed over with Objects: one per object
+	// for Add and Update, what AddListPage got (nil, or one per object).
+	Encoded [][]byte
 	RV      string // Bookmark, EndRelist
 	Reason  string // BeginRelist
 	N       int    // WaitBelow
@@ -115,8 +118,12 @@ func (s *Sink) record(c SinkCall) error {
 	return nil
 }
 
-func (s *Sink) Add(obj any) error    { return s.record(SinkCall{Op: OpAdd, Objects: []any{obj}}) }
-func (s *Sink) Update(obj any) error { return s.record(SinkCall{Op: OpUpdate, Objects: []any{obj}}) }
+func (s *Sink) AddEncoded(obj any, encoded []byte) error {
+	return s.record(SinkCall{Op: OpAdd, Objects: []any{obj}, Encoded: [][]byte{encoded}})
+}
+func (s *Sink) UpdateEncoded(obj any, encoded []byte) error {
+	return s.record(SinkCall{Op: OpUpdate, Objects: []any{obj}, Encoded: [][]byte{encoded}})
+}
 func (s *Sink) Delete(obj any) error { return s.record(SinkCall{Op: OpDelete, Objects: []any{obj}}) }
 func (s *Sink) Bookmark(rv string) error {
 	return s.record(SinkCall{Op: OpBookmark, RV: rv})
@@ -124,8 +131,8 @@ func (s *Sink) Bookmark(rv string) error {
 func (s *Sink) BeginRelist(reason string) error {
 	return s.record(SinkCall{Op: OpBeginRelist, Reason: reason})
 }
-func (s *Sink) AddListPage(objs []any) error {
-	return s.record(SinkCall{Op: OpAddListPage, Objects: objs})
+func (s *Sink) AddListPage(objs []any, encoded [][]byte) error {
+	return s.record(SinkCall{Op: OpAddListPage, Objects: objs, Encoded: encoded})
 }
 func (s *Sink) EndRelist(rv string) error { return s.record(SinkCall{Op: OpEndRelist, RV: rv}) }
 

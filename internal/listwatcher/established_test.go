@@ -1,12 +1,12 @@
-package reflector_test
+package listwatcher_test
 
 import (
 	"testing"
 	"time"
 
+	"github.com/boltinformer/boltinformer/internal/listwatcher"
+	rt "github.com/boltinformer/boltinformer/internal/listwatcher/listwatchertest"
 	"github.com/boltinformer/boltinformer/internal/testutil"
-	"github.com/boltinformer/boltinformer/reflector"
-	rt "github.com/boltinformer/boltinformer/reflector/reflectortest"
 )
 
 // TestWatchEstablishedOnlyWithoutAnEarlyError: an apiserver accepts a WATCH
@@ -16,7 +16,7 @@ import (
 func TestWatchEstablishedOnlyWithoutAnEarlyError(t *testing.T) {
 	const grace = time.Second
 	t.Run("quiet watch is established after the grace", func(t *testing.T) {
-		h := start(t, reflector.Options{StartRV: "100", WatchEstablishedAfter: grace})
+		h := start(t, listwatcher.Options{StartRV: "100", WatchEstablishedAfter: grace})
 		req := h.lw.Next(t)
 		expectWatch(t, req, "100")
 		req.RespondWatch()
@@ -28,7 +28,7 @@ func TestWatchEstablishedOnlyWithoutAnEarlyError(t *testing.T) {
 		testutil.Eventually(t, "established after the grace", rt.Timeout, func() bool { return len(h.establishedRVs()) == 1 })
 	})
 	t.Run("an event before the grace establishes it", func(t *testing.T) {
-		h := start(t, reflector.Options{StartRV: "100", WatchEstablishedAfter: grace})
+		h := start(t, listwatcher.Options{StartRV: "100", WatchEstablishedAfter: grace})
 		req := h.lw.Next(t)
 		w := req.RespondWatch()
 		w.Add(testutil.Pod("ns", "a", "101"))
@@ -36,7 +36,7 @@ func TestWatchEstablishedOnlyWithoutAnEarlyError(t *testing.T) {
 		expectCalls(t, h.sink, "Add(a@101)")
 	})
 	t.Run("410 as the first event is never established", func(t *testing.T) {
-		h := start(t, reflector.Options{StartRV: "100", WatchEstablishedAfter: grace})
+		h := start(t, listwatcher.Options{StartRV: "100", WatchEstablishedAfter: grace})
 		req := h.lw.Next(t)
 		w := req.RespondWatch()
 		w.Error(status(expiredErr()))

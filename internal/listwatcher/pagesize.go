@@ -1,4 +1,4 @@
-package reflector
+package listwatcher
 
 // sizeSampleEvery is how often pageSizer measures an object: one in 8, the
 // first included. Measuring walks the whole object; sampling keeps it a

@@ -1,4 +1,4 @@
-package reflectortest
+package listwatchertest
 
 import (
 	"context"
@@ -90,6 +90,14 @@ func (r *Request) RespondError(err error) { r.reply <- reply{err: err} }
 // RespondWatch answers a Watch with a new Watcher and returns it.
 func (r *Request) RespondWatch() *Watcher {
 	w := NewWatcher()
+	r.reply <- reply{w: w}
+	return w
+}
+
+// RespondEncodedWatch answers a Watch with a new EncodedWatcher and
+// returns it.
+func (r *Request) RespondEncodedWatch() EncodedWatcher {
+	w := NewEncodedWatcher()
 	r.reply <- reply{w: w}
 	return w
 }
