@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
 // truncatedCacheFile writes a cache file and cuts it after its two meta

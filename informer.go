@@ -16,8 +16,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 	"github.com/boltinformer/boltinformer/processor"
 	"github.com/boltinformer/boltinformer/reflector"
 )

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/ctrlcache"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
 // controller-runtime waits, in a goroutine per multi-namespace informer,

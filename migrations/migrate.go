@@ -11,7 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 	"github.com/boltinformer/boltinformer/internal/failpoint"
 	v0 "github.com/boltinformer/boltinformer/migrations/internal/v0"
 )
