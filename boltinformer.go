@@ -375,9 +375,6 @@ func (c *Cache) informerList() []*Informer {
 	return infs
 }
 
-// DB returns the cache file.
-func (c *Cache) DB() *cachefile.DB { return c.db }
-
 // Close closes the file. Stop every informer (cancel its Run context and
 // wait for Run to return) first; Close refuses while one still runs.
 func (c *Cache) Close() error {

@@ -9,7 +9,7 @@
 // renames it, so a crash never leaves part of a snapshot under the final
 // name. Status reads a snapshot without restoring it. Restore verifies the
 // checksum, bbolt's structural check and the stores' invariants
-// (cachefile.CheckTx) before it renames the copy into place, and refuses to
+// (those of cachefile.Check) before it renames the copy into place, and refuses to
 // replace an existing file unless asked. A restored file is an ordinary
 // cache file: an informer opens it warm and resumes watching from each
 // store's stored RV, or relists with diffing when the apiserver no longer

@@ -16,7 +16,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/internal/cachefile"
+	"github.com/boltinformer/boltinformer/cachefile"
+	icachefile "github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
 // A snapshot file is, in order:
@@ -119,7 +120,7 @@ type Report struct {
 }
 
 // headerFromInfo builds the header of a snapshot of a file.
-func headerFromInfo(fi cachefile.FileInfo) Header {
+func headerFromInfo(fi icachefile.FileInfo) Header {
 	h := Header{
 		SchemaVersion: fi.SchemaVersion,
 		FileCreatedAt: fi.CreatedAt,
@@ -127,7 +128,11 @@ func headerFromInfo(fi cachefile.FileInfo) Header {
 		Stores:        make([]StoreHeader, 0, len(fi.Stores)),
 	}
 	for _, s := range fi.Stores {
-		sh := StoreHeader{Name: s.Name, RV: s.RV, Objects: s.Objects, Relisting: s.Relisting, Identity: s.Identity}
+		sh := StoreHeader{Name: s.Name, RV: s.RV, Objects: s.Objects, Relisting: s.Relisting}
+		if s.Identity != nil {
+			id := cachefile.Identity(*s.Identity)
+			sh.Identity = &id
+		}
 		if len(s.IndexVersions) > 0 {
 			sh.IndexVersions = s.IndexVersions
 		}
@@ -140,13 +145,13 @@ func headerFromInfo(fi cachefile.FileInfo) Header {
 // name. It reads every record's envelope (not its payload) in tx.
 func keyIDsTx(tx *bolt.Tx) (map[string][]string, error) {
 	out := map[string][]string{}
-	err := cachefile.ForEachStoreTx(tx, func(name string, b *cachefile.Buckets, err error) error {
+	err := icachefile.ForEachStoreTx(tx, func(name string, b *icachefile.Buckets, err error) error {
 		if err != nil {
 			return err
 		}
 		seen := map[string]bool{}
 		err = b.Objects.ForEach(func(k, v []byte) error {
-			rec, err := cachefile.DecodeRecord(k, v)
+			rec, err := icachefile.DecodeRecord(k, v)
 			if err != nil {
 				return fmt.Errorf("store %s key %q: %w", name, k, err)
 			}

@@ -25,7 +25,7 @@ func savedSnapshot(t *testing.T, dir string, n int) (string, snapshot.Header) {
 	defer c.close(t)
 	c.fill(t, n, 0)
 	path := filepath.Join(dir, "snap")
-	hdr, err := snapshot.Save(background(), c.db, path, saveOpts())
+	hdr, err := snapshot.Save(background(), c.file(), path, saveOpts())
 	if err != nil {
 		t.Fatal(err)
 	}

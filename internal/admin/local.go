@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	publicfile "github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/cachefile"
@@ -465,7 +466,7 @@ func (l *Local) walkRecords(ctx context.Context, store string, fn func(Record) e
 // (header, the file from one bbolt read transaction, SHA-256 trailer) to w.
 func (l *Local) Snapshot(ctx context.Context, w io.Writer) (int64, error) {
 	cw := &countingWriter{w: w}
-	_, err := snapshot.SaveTo(ctx, l.db, cw, snapshot.SaveOptions{})
+	_, err := snapshot.SaveTo(ctx, (*publicfile.File)(l.db), cw, snapshot.SaveOptions{})
 	return cw.n, err
 }
 

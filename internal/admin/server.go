@@ -18,7 +18,6 @@ import (
 
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/cachefile"
-	"github.com/boltinformer/boltinformer/snapshot"
 )
 
 // maxSocketPath is the longest unix socket path Linux accepts (sun_path
@@ -345,7 +344,7 @@ func (s *Server) handleRecords(w http.ResponseWriter, r *http.Request) {
 // client sees as a cut stream.
 func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	sw := &startWriter{w: w}
-	_, err := snapshot.SaveTo(r.Context(), s.local.db, sw, snapshot.SaveOptions{})
+	_, err := s.local.Snapshot(r.Context(), sw)
 	switch {
 	case err == nil:
 	case !sw.started:
