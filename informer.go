@@ -18,7 +18,7 @@ import (
 	"github.com/boltinformer/boltinformer/boltindexer"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/cachefile"
-	"github.com/boltinformer/boltinformer/processor"
+	"github.com/boltinformer/boltinformer/internal/processor"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 

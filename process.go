@@ -14,7 +14,7 @@ import (
 	"github.com/boltinformer/boltinformer/deltafifo"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/failpoint"
-	"github.com/boltinformer/boltinformer/processor"
+	"github.com/boltinformer/boltinformer/internal/processor"
 	"github.com/boltinformer/boltinformer/reflector"
 )
 

@@ -11,7 +11,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/boltinformer/boltinformer/deltafifo"
-	"github.com/boltinformer/boltinformer/processor"
+	"github.com/boltinformer/boltinformer/internal/processor"
 	"github.com/boltinformer/boltinformer/reflector"
 	"github.com/go-logr/logr"
 )
