@@ -39,7 +39,7 @@ func TestMigrateV0ToCurrent(t *testing.T) {
 			writeV0(t, path, stores...)
 			o := opts()
 			o.TxMaxSize = tc.txMaxSize
-			o.Writer = "migrations-test"
+			o = migrations.WithWriter(o, "migrations-test")
 			rep, err := migrations.Migrate(path, o)
 			if err != nil {
 				t.Fatal(err)
