@@ -23,6 +23,7 @@ type Problem struct {
 	What string
 }
 
+// String says where and what on one line.
 func (p Problem) String() string { return cachefile.Problem(p).String() }
 
 // Check checks the file at path without writing to it and returns what it

@@ -56,6 +56,9 @@ type StoreInfo struct {
 // store with another identity empties it and relists: objects cached under
 // another selector are never served.
 type Identity struct {
+	// Group, Version, Kind and Resource name what the store holds; the
+	// informer lists with Namespace, LabelSelector and FieldSelector ("":
+	// all).
 	Group         string `json:"group,omitempty"`
 	Version       string `json:"version,omitempty"`
 	Kind          string `json:"kind,omitempty"`

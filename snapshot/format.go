@@ -75,6 +75,7 @@ type Header struct {
 
 // StoreHeader describes one store of a snapshot.
 type StoreHeader struct {
+	// Name is the store's name, as cachefile.StoreInfo has it.
 	Name string `json:"name"`
 	// RV is the resourceVersion the store is current to; an informer on the
 	// restored file resumes its watch from it.
@@ -83,9 +84,12 @@ type StoreHeader struct {
 	Objects int `json:"objects"`
 	// Relisting is set when the snapshot caught the store in the middle of a
 	// relist: a restored store then relists before serving its RV.
-	Relisting     bool                `json:"relisting,omitempty"`
-	Identity      *cachefile.Identity `json:"identity,omitempty"`
-	IndexVersions map[string]string   `json:"indexVersions,omitempty"`
+	Relisting bool `json:"relisting,omitempty"`
+	// Identity says what the store caches (nil if it never recorded it).
+	Identity *cachefile.Identity `json:"identity,omitempty"`
+	// IndexVersions are the version tags of the store's indexes
+	// (InformerOptions.IndexVersions).
+	IndexVersions map[string]string `json:"indexVersions,omitempty"`
 	// KeyIDs are the encryption keys some of the store's payloads are
 	// sealed with, sorted (format 2 on; empty: every payload is plaintext).
 	// The snapshot carries the ciphertext as stored: restoring it needs

@@ -27,14 +27,15 @@ type RestoreOptions struct {
 }
 
 // Restore writes the cache file held by the snapshot at snapshotPath to
-// dbPath. It copies the database into a temporary file next to dbPath while
-// computing the snapshot's SHA-256, refuses a mismatch (ErrChecksum), runs
-// the checks of cachefile.Check on the copy and
+// dbPath. It copies the database into a temporary file next to dbPath
+// while computing the snapshot's SHA-256, refuses a mismatch
+// (ErrChecksum), runs the checks of cachefile.Check on the copy and
 // compares each store's RV and object count with the header
 // (ErrCorruptSnapshot), then fsyncs it and renames it to dbPath. After a
 // crash dbPath holds its old content (or nothing) or the whole restored
 // file; a "<dbPath>.restore-*" file may be left behind and is safe to
-// delete. An existing dbPath is refused with cachefile.ErrExists unless opts.Force.
+// delete. An existing dbPath is refused with cachefile.ErrExists unless
+// opts.Force.
 //
 // The restored file is an ordinary cache file at the snapshot's RVs: an
 // informer opened on it starts warm and resumes watching from each

@@ -7,4 +7,8 @@
 // never a panic or a fault: reads run under a guard that turns bbolt's
 // faults into ErrCorruptFile. It never decodes an object's payload; that is
 // package internal/boltstore's job (public as package boltindexer).
+//
+// It is internal: users read a file through package cachefile, whose File
+// is a defined type over DB with only the read-only methods, and whose
+// sentinel errors are this package's values.
 package cachefile
