@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/klog/v2"
 
-	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
 	"github.com/boltinformer/boltinformer/internal/admin"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 	"github.com/boltinformer/boltinformer/internal/failpoint"
 	"github.com/boltinformer/boltinformer/migrations"
 )
@@ -374,9 +374,6 @@ func (c *Cache) informerList() []*Informer {
 	}
 	return infs
 }
-
-// DB returns the cache file.
-func (c *Cache) DB() *cachefile.DB { return c.db }
 
 // Close closes the file. Stop every informer (cancel its Run context and
 // wait for Run to return) first; Close refuses while one still runs.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
 // truncatedCacheFile writes a cache file and cuts it after its two meta
@@ -61,7 +61,7 @@ func TestOpenDamagedFileRebuilds(t *testing.T) {
 	if got, err := os.ReadFile(moved); err != nil || string(got) != string(data) {
 		t.Fatalf("the damaged file was not kept as it was: %v", err)
 	}
-	info, err := c.DB().Info()
+	info, err := c.Info()
 	if err != nil || len(info.Stores) != 0 || info.SchemaVersion != cachefile.Version {
 		t.Fatalf("new file: %+v %v", info, err)
 	}

@@ -8,7 +8,7 @@
 // applies each batch of deltas in one bbolt transaction (package
 // internal/boltstore, whose cache.Indexer is public as package boltindexer)
 // together with the resourceVersion of its last event and then notifies the
-// handlers (package processor); a restarted process therefore resumes its
+// handlers (internal/processor); a restarted process therefore resumes its
 // WATCH from the stored resourceVersion instead of listing again.
 // Only that pipeline moves the stored resourceVersion, and it never holds a
 // whole list on the heap. Where it differs from client-go, an option or the
@@ -20,4 +20,9 @@
 // Options.ClusterIdentity, a store of another cluster emptied and relisted),
 // events at or below an object's stored resourceVersion dropped, and objects
 // decoded afresh on every read unless the hot-object cache is on.
+//
+// Cache.Info describes the file and Cache.Snapshot copies it while the
+// informers run (package snapshot restores a copy); tools read a file no
+// process writes with package cachefile, its objects with package
+// boltindexer, and migrate or compact it with package migrations.
 package boltinformer

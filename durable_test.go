@@ -10,7 +10,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
@@ -28,8 +28,8 @@ func TestNewFileDurableAtFirstSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	marked := func() bool { _, err := os.Lstat(cachefile.MarkerPath(path)); return err == nil }
-	if !c.DB().Unsynced() || !marked() {
-		t.Fatalf("a new file: Unsynced %v, marker %v; want both", c.DB().Unsynced(), marked())
+	if !c.DBForTest().Unsynced() || !marked() {
+		t.Fatalf("a new file: Unsynced %v, marker %v; want both", c.DBForTest().Unsynced(), marked())
 	}
 	inf, err := c.NewInformer(src, &v1.Pod{}, boltinformer.InformerOptions{})
 	if err != nil {
@@ -44,8 +44,8 @@ func TestNewFileDurableAtFirstSync(t *testing.T) {
 		t.Fatal("Run returned before HasSynced")
 	}
 	// No wait: the file must be durable the moment HasSynced is true.
-	if c.DB().Unsynced() || marked() {
-		t.Errorf("HasSynced is true, but Unsynced %v, marker %v", c.DB().Unsynced(), marked())
+	if c.DBForTest().Unsynced() || marked() {
+		t.Errorf("HasSynced is true, but Unsynced %v, marker %v", c.DBForTest().Unsynced(), marked())
 	}
 	cancel()
 	<-done
@@ -57,7 +57,7 @@ func TestNewFileDurableAtFirstSync(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if c.DB().Unsynced() || marked() {
-		t.Fatalf("an existing file: Unsynced %v, marker %v; want neither", c.DB().Unsynced(), marked())
+	if c.DBForTest().Unsynced() || marked() {
+		t.Fatalf("an existing file: Unsynced %v, marker %v; want neither", c.DBForTest().Unsynced(), marked())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/deltafifo"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
 // HandleForTest applies deltas, without encodings, as one batch popped
@@ -20,3 +21,6 @@ func (inf *Informer) HandleForTest(ctx context.Context, deltas []cache.Delta) er
 
 // MaxPendingForTest is the largest backlog among the informer's handlers.
 func (inf *Informer) MaxPendingForTest() int { return inf.processor.MaxPending() }
+
+// DBForTest is the cache's file, for tests that look below the public API.
+func (c *Cache) DBForTest() *cachefile.DB { return c.db }

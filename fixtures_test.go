@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/internal/testutil/schemafixture"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"

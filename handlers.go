@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/processor"
+	"github.com/boltinformer/boltinformer/internal/processor"
 )
 
 // AddIndexers adds indexes; on a running informer they are built from disk.

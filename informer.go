@@ -16,10 +16,10 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/boltinformer/boltinformer/boltindexer"
-	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 	"github.com/boltinformer/boltinformer/internal/listwatcher"
-	"github.com/boltinformer/boltinformer/processor"
+	"github.com/boltinformer/boltinformer/internal/processor"
 )
 
 // Informer is a cache.SharedIndexInformer whose store is on disk.

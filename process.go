@@ -15,7 +15,7 @@ import (
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/failpoint"
 	"github.com/boltinformer/boltinformer/internal/listwatcher"
-	"github.com/boltinformer/boltinformer/processor"
+	"github.com/boltinformer/boltinformer/internal/processor"
 )
 
 // processLoop pops deltas in batches and applies each batch in one bbolt

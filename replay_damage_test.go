@@ -12,7 +12,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 
 	"github.com/boltinformer/boltinformer"
-	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/reflector"
 )

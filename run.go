@@ -9,10 +9,11 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/go-logr/logr"
+
 	"github.com/boltinformer/boltinformer/deltafifo"
 	"github.com/boltinformer/boltinformer/internal/listwatcher"
-	"github.com/boltinformer/boltinformer/processor"
-	"github.com/go-logr/logr"
+	"github.com/boltinformer/boltinformer/internal/processor"
 )
 
 // Run runs the informer until stopCh is closed.

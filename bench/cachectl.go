@@ -15,8 +15,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
 // Scenario 10: what an on-call engineer meets with cachectl on a large

@@ -421,7 +421,7 @@ func runSync(ctx context.Context, spec Spec) (Result, error) {
 		res.Ingest = &ing
 	}
 	if u.bolt != nil {
-		res.FileBytes, res.FileUsedBytes, err = fileSizes(u.cache)
+		res.FileBytes, res.FileUsedBytes, err = fileSizes(u, spec.DB)
 		if err != nil {
 			return res, err
 		}
@@ -523,18 +523,30 @@ func control(ctx context.Context, base, what, query string, out any) error {
 	return json.Unmarshal(body, out)
 }
 
-// fileSizes returns the cache file's size and the bytes of its pages in use.
-func fileSizes(c *boltinformer.Cache) (int64, int64, error) {
-	db := c.DB()
-	fi, err := os.Stat(db.Path())
+// fileSizes returns the size of the cache file at path and the bytes of
+// its pages in use: its data less the pages on its freelist, which the
+// informer's metrics report (boltinformer_db_freelist_pages).
+func fileSizes(u *informerUnderTest, path string) (int64, int64, error) {
+	fi, err := os.Stat(path)
 	if err != nil {
 		return 0, 0, err
 	}
-	info, err := db.Info()
+	info, err := u.cache.Info()
 	if err != nil {
 		return 0, 0, err
 	}
-	st := db.Stats()
-	used := info.DataSize - int64(st.FreePageN+st.PendingPageN)*int64(info.PageSize)
+	mfs, err := u.reg.Gather()
+	if err != nil {
+		return 0, 0, err
+	}
+	var free float64
+	for _, mf := range mfs {
+		if mf.GetName() == "boltinformer_db_freelist_pages" {
+			for _, m := range mf.GetMetric() {
+				free += m.GetGauge().GetValue()
+			}
+		}
+	}
+	used := info.DataSize - int64(free)*int64(info.PageSize)
 	return fi.Size(), used, nil
 }

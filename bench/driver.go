@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
 // Config configures a full benchmark run (Run).

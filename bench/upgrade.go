@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 	"github.com/boltinformer/boltinformer/migrations"
 )
 

@@ -4,21 +4,17 @@ import "github.com/boltinformer/boltinformer/internal/boltstore"
 
 // The errors a Store's methods return wrap these sentinels (they are the
 // implementation's own values, so errors.Is matches either name). File-level
-// errors (a locked, damaged or foreign file, a closed or read-only DB, a
-// corrupt record) are package cachefile's.
+// errors (a locked, damaged or foreign file, a closed or read-only file, a
+// corrupt record, no such store) are package cachefile's.
 var (
 	// ErrEncrypted means a record's payload did not open: it is sealed with a
 	// key the store does not have, or with another key of the same name (the
 	// error names the key id).
 	ErrEncrypted = boltstore.ErrEncrypted
-	// ErrNoKeys means StoreOptions.Encrypt was set without Keys.
-	ErrNoKeys = boltstore.ErrNoKeys
-	// ErrNoMetadata means an object has no ObjectMeta.
-	ErrNoMetadata = boltstore.ErrNoMetadata
 	// ErrWrongType means an object is not of the type the store holds.
 	ErrWrongType = boltstore.ErrWrongType
-	// ErrNoObjectType means StoreOptions.Object is missing or not a pointer
-	// to a struct.
+	// ErrNoObjectType means Options.Object is missing or not a pointer to
+	// a struct.
 	ErrNoObjectType = boltstore.ErrNoObjectType
 	// ErrIndexNotFound means the named index is not registered.
 	ErrIndexNotFound = boltstore.ErrIndexNotFound

@@ -20,26 +20,31 @@ import (
 	"github.com/boltinformer/boltinformer/encryption"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
+	icachefile "github.com/boltinformer/boltinformer/internal/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
-// openStore opens store "pods" through the facade in a new file, and when
-// the test ends verifies its invariants, closes it and checks the file.
-func openStore(t *testing.T, opts boltindexer.StoreOptions) (*boltindexer.Store, string) {
+// openStore opens store "pods" in a new writable file, as an informer's
+// store that Informer.Store hands out as a *boltindexer.Store.
+func openStore(t *testing.T, opts boltstore.StoreOptions) *boltindexer.Store {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "cache.db")
-	s, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, opts)
+	return (*boltindexer.Store)(boltstoretest.Open(t, "pods", opts))
+}
+
+// readOnly opens store name of the file at path as a tool reads it: the
+// file with cachefile.Open, the store with New.
+func readOnly(t *testing.T, path, name string, opts boltindexer.Options) (*boltindexer.Store, error) {
+	t.Helper()
+	f, err := cachefile.Open(path, cachefile.Options{})
 	if err != nil {
-		t.Fatalf("open: %v", err)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		boltstoretest.Verify(t, (*boltstore.Store)(s))
-		if err := s.Close(); err != nil {
-			t.Errorf("close: %v", err)
+		if err := f.Close(); err != nil {
+			t.Error(err)
 		}
-		boltstoretest.CheckFile(t, path)
 	})
-	return s, path
+	return boltindexer.New(f, name, opts)
 }
 
 // TestFacadeAgainstClientGo runs one scripted sequence of every cache.Indexer
@@ -55,7 +60,7 @@ func TestFacadeAgainstClientGo(t *testing.T) {
 			later[n] = f
 		}
 	}
-	ours, _ := openStore(t, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: initial})
+	ours := openStore(t, boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: initial})
 	theirs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, initial)
 
 	pod := testutil.Pod
@@ -207,7 +212,7 @@ func sortedKeys(t *testing.T, objs []interface{}) ([]string, map[string]interfac
 // TestErrors: each exported sentinel is what errors.Is finds in the error
 // of a real trigger through the facade.
 func TestErrors(t *testing.T) {
-	s, _ := openStore(t, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: cache.Indexers{
+	s := openStore(t, boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: cache.Indexers{
 		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
 		"fails": func(obj interface{}) ([]string, error) {
 			if obj.(*v1.Pod).Name == "bad" {
@@ -227,7 +232,7 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	sealed := filepath.Join(dir, "sealed.db")
-	w, err := boltindexer.Open(sealed, "pods", cachefile.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Keys: keys, Encrypt: true})
+	w, err := boltstore.Open(sealed, "pods", icachefile.Options{NoSync: true}, boltstore.StoreOptions{Object: &v1.Pod{}, Keys: keys, Encrypt: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,12 +248,6 @@ func TestErrors(t *testing.T) {
 		want error
 		err  func() error
 	}{
-		{"object without metadata", boltindexer.ErrNoMetadata, func() error {
-			// The default KeyFunc refuses such an object first, with a
-			// cache.KeyError as client-go's; a KeyFunc of the caller's may not.
-			byName, _ := openStore(t, boltindexer.StoreOptions{Object: &v1.Pod{}, KeyFunc: func(interface{}) (string, error) { return "k", nil }})
-			return byName.Add(&v1.PodList{})
-		}},
 		{"object of another type", boltindexer.ErrWrongType, func() error { return s.Add(&v1.ConfigMap{}) }},
 		{"failing IndexFunc", boltindexer.ErrIndexFunc, func() error { return s.Add(testutil.Pod("default", "bad", "1")) }},
 		{"NUL in an index value", boltindexer.ErrInvalidIndexValue, func() error {
@@ -259,23 +258,22 @@ func TestErrors(t *testing.T) {
 			return s.AddIndexers(cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 		}},
 		{"no example object", boltindexer.ErrNoObjectType, func() error {
-			_, err := boltindexer.Open(filepath.Join(dir, "a.db"), "pods", cachefile.Options{NoSync: true}, boltindexer.StoreOptions{})
+			_, err := readOnly(t, sealed, "pods", boltindexer.Options{})
 			return err
 		}},
 		{"empty store name", boltindexer.ErrInvalidStoreName, func() error {
-			_, err := boltindexer.Open(filepath.Join(dir, "b.db"), "", cachefile.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}})
+			_, err := readOnly(t, sealed, "", boltindexer.Options{Object: &v1.Pod{}})
 			return err
 		}},
-		{"encrypt without keys", boltindexer.ErrNoKeys, func() error {
-			_, err := boltindexer.Open(filepath.Join(dir, "c.db"), "pods", cachefile.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Encrypt: true})
+		{"no store of that name", cachefile.ErrNoStore, func() error {
+			_, err := readOnly(t, sealed, "Pod.v1", boltindexer.Options{Object: &v1.Pod{}})
 			return err
 		}},
 		{"sealed record without keys", boltindexer.ErrEncrypted, func() error {
-			r, err := boltindexer.Open(sealed, "pods", cachefile.Options{ReadOnly: true}, boltindexer.StoreOptions{Object: &v1.Pod{}})
+			r, err := readOnly(t, sealed, "pods", boltindexer.Options{Object: &v1.Pod{}})
 			if err != nil {
 				return err
 			}
-			defer r.Close()
 			_, _, err = r.GetByKey("default/secret")
 			return err
 		}},
@@ -302,7 +300,7 @@ func TestErrors(t *testing.T) {
 func TestReadOnlyLister(t *testing.T) {
 	byNamespace := cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}
 	path := filepath.Join(t.TempDir(), "cache.db")
-	w, err := boltindexer.Open(path, "pods", cachefile.Options{NoSync: true}, boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: byNamespace})
+	w, err := boltstore.Open(path, "pods", icachefile.Options{NoSync: true}, boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: byNamespace})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,20 +312,15 @@ func TestReadOnlyLister(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	readOnly := func(opts boltindexer.StoreOptions) *boltindexer.Store {
-		r, err := boltindexer.Open(path, "pods", cachefile.Options{ReadOnly: true}, opts)
+	open := func(opts boltindexer.Options) *boltindexer.Store {
+		r, err := readOnly(t, path, "pods", opts)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
-			if err := r.Close(); err != nil {
-				t.Error(err)
-			}
-		})
 		return r
 	}
 
-	r := readOnly(boltindexer.StoreOptions{Object: &v1.Pod{}, Indexers: byNamespace})
+	r := open(boltindexer.Options{Object: &v1.Pod{}, Indexers: byNamespace})
 	objs, err := r.Index(cache.NamespaceIndex, &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default"}})
 	if err != nil {
 		t.Fatalf("Index, as a lister calls it: %v", err)
@@ -345,7 +338,7 @@ func TestReadOnlyLister(t *testing.T) {
 		t.Fatalf("Len after a refused write: %d, %v; want 3", n, err)
 	}
 
-	bare := readOnly(boltindexer.StoreOptions{Object: &v1.Pod{}})
+	bare := open(boltindexer.Options{Object: &v1.Pod{}})
 	got, err := bare.IndexKeys(cache.NamespaceIndex, "default")
 	if err != nil {
 		t.Fatalf("IndexKeys without the IndexFunc: %v", err)

@@ -1,101 +1,80 @@
 package boltindexer
 
 import (
-	"time"
+	"fmt"
 
+	bolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
+	icachefile "github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
-// Store is a cache.Indexer whose data lives in one store of a cachefile.DB.
+// Store is a cache.Indexer whose data lives in one store of a cache file.
 // Its methods are safe for concurrent use.
+//
+// It is a defined type over the implementation's store (package
+// internal/boltstore), whose informer-only methods (the write protocol
+// that moves the stored resourceVersion) it does not have.
 type Store boltstore.Store
 
 var _ cache.Indexer = (*Store)(nil)
 
-// StoreOptions configure one store in a DB.
-type StoreOptions struct {
-	// Object is an example of the type the store holds (e.g. &v1.Pod{}),
-	// which selects the payload codec. Required.
+// Options configure New.
+type Options struct {
+	// Object is an example of the type the store holds (e.g. &v1.Pod{}).
+	// Required.
 	Object runtime.Object
-	// KeyFunc makes an object's key; nil means cache.MetaNamespaceKeyFunc.
-	KeyFunc cache.KeyFunc
-	// Indexers are the store's initial indexes.
+	// Indexers are the IndexFuncs the store was written with, for Index
+	// (a generated lister's namespace index). IndexKeys, ByIndex and
+	// ListIndexFuncValues serve a stored index by name without them.
 	Indexers cache.Indexers
-	// IndexVersions tags each index's definition. When an index's tag
-	// differs from the one stored, the index is rebuilt from the stored
-	// objects on open (change the tag when an IndexFunc's logic changes).
-	IndexVersions map[string]string
-	// Identity, when set, is compared with the stored identity on open; a
-	// different one empties the store (see OpenReport).
-	Identity *cachefile.Identity
 	// Keys opens sealed payloads. Without it, reading a sealed payload is
 	// an error wrapping ErrEncrypted that names the key it needs.
 	Keys *encryption.Keyring
-	// Encrypt seals every payload this store writes with Keys' current key.
-	// Requires Keys.
-	Encrypt bool
-	// HotCacheBytes bounds the optional cache of decoded objects, in bytes
-	// of the heap they hold (0: off); a sample of them is measured, the
-	// others sized from their encoding by it. Objects it returns are
-	// shared: callers must not mutate them.
-	HotCacheBytes int64
-	// CopyStrings makes every object read from the store hold strings of
-	// its own, as generated protobuf Unmarshal makes them. By default the
-	// strings and byte slices of an object read share one buffer, a copy
-	// of its protobuf encoding (internal/protocodec): a read allocates a
-	// third as often or less, and runs faster for it, but a string kept
-	// after its object is dropped keeps that whole buffer (about the
-	// object's protobuf size) alive. Set it when the code reading keeps
-	// small parts (names, labels) of many objects for long, or
-	// strings.Clone what it keeps.
+	// CopyStrings makes every object read hold strings of its own, as
+	// generated protobuf Unmarshal makes them. By default the strings and
+	// byte slices of an object read share one buffer, a copy of its
+	// encoding: a read allocates less and runs faster, but a string kept
+	// after its object is dropped keeps that whole buffer alive. Set it
+	// when the code reading keeps small parts (names, labels) of many
+	// objects for long, or strings.Clone what it keeps.
 	CopyStrings bool
 }
 
-// OpenReport says what opening a store did to it.
-type OpenReport struct {
-	// Reset is true when the stored identity differed and the store was emptied.
-	Reset bool
-	// ResetReason describes the identity change.
-	ResetReason string
-	// RebuiltIndexes were added or changed and rebuilt from the stored objects.
-	RebuiltIndexes []string
-	// DroppedIndexes were stored but are no longer registered.
-	DroppedIndexes []string
-	// RebuildDuration is the time spent rebuilding indexes.
-	RebuildDuration time.Duration
-}
-
-// Open opens (or creates) the file at path and the store name in it. The
-// returned store owns the file: Close closes both.
-func Open(path, name string, dbOpts cachefile.Options, opts StoreOptions) (*Store, error) {
-	s, err := boltstore.Open(path, name, dbOpts, boltstore.StoreOptions(opts))
-	return (*Store)(s), err
-}
-
-// New opens (or creates) the store name in db, which stays the caller's to
-// close. It applies the identity check and rebuilds added or changed
-// indexes from the stored objects, in one write transaction.
-func New(db *cachefile.DB, name string, opts StoreOptions) (*Store, error) {
-	s, err := boltstore.New(db, name, boltstore.StoreOptions(opts))
-	return (*Store)(s), err
+// New returns the store name of f, a file opened with cachefile.Open, for
+// reading: a generated lister works on it (corelisters.NewPodLister(s)),
+// and writes fail with cachefile.ErrReadOnly. A file without a store of
+// that name is cachefile.ErrNoStore. The store reads f until f is closed.
+func New(f *cachefile.File, name string, opts Options) (*Store, error) {
+	db := (*icachefile.DB)(f)
+	s, err := boltstore.New(db, name, boltstore.StoreOptions{
+		Object:      opts.Object,
+		Indexers:    opts.Indexers,
+		Keys:        opts.Keys,
+		CopyStrings: opts.CopyStrings,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The implementation reads a store the file lacks as empty, for the
+	// informer about to create it; a reader is told the name is wrong.
+	if err := db.View(func(tx *bolt.Tx) error {
+		_, err := icachefile.ObjectsTx(tx, []byte(name))
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("open store %s in %s: %w", name, db.Path(), err)
+	}
+	return (*Store)(s), nil
 }
 
 func (s *Store) impl() *boltstore.Store { return (*boltstore.Store)(s) }
 
 // Name returns the store's name.
 func (s *Store) Name() string { return s.impl().Name() }
-
-// OpenReport says what opening the store changed.
-func (s *Store) OpenReport() OpenReport { return OpenReport(s.impl().OpenReport()) }
-
-// Close closes the file if the store was made by Open; otherwise it does
-// nothing.
-func (s *Store) Close() error { return s.impl().Close() }
 
 // ResourceVersion returns the stored resourceVersion: the watermark the
 // informer resumes its watch from ("" for a store never synced).

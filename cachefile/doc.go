@@ -1,10 +1,12 @@
-// Package cachefile owns a boltinformer cache file and knows nothing about
-// informers: it validates a file before bbolt maps it, opens it, runs the
-// one commit loop that merges every store's writes into shared bbolt
-// transactions, and defines the schema (bucket names and state keys, each
-// tagged with its version), the record format and its CRC-32C, Check, Info
-// and every file-level sentinel error. A damaged file is an error here,
-// never a panic or a fault: reads run under a guard that turns bbolt's
-// faults into ErrCorruptFile. It never decodes an object's payload; that is
-// package internal/boltstore's job (public as package boltindexer).
+// Package cachefile reads a boltinformer cache file from outside the
+// informers that write it, for tools: Open a file read-only and read its
+// Info (the schema, and per store the resource it caches, its
+// resourceVersion and object count), Check it (bbolt's structure and the
+// stores' invariants, without decoding an object), and match, with
+// errors.Is, the errors every package of the module returns for a file
+// that is locked, damaged, unfinished or of another schema. Package
+// boltindexer reads a store's objects from a File; package snapshot copies
+// one. The file's layout, its commit loop and its record format are
+// internal (internal/cachefile): this package never writes a file and
+// never hands out its buckets.
 package cachefile

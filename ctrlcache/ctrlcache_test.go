@@ -90,7 +90,7 @@ func newCache(t *testing.T, opts crcache.Options) (*boltinformer.Cache, crcache.
 // stores returns the name and identity of every store of the file.
 func stores(t *testing.T, bc *boltinformer.Cache) map[string]cachefile.Identity {
 	t.Helper()
-	info, err := bc.DB().Info()
+	info, err := bc.Info()
 	if err != nil {
 		t.Fatal(err)
 	}

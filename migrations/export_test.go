@@ -16,3 +16,9 @@ func CheckVersion(path string, v uint64) error {
 	defer db.Close()
 	return db.View(func(tx *bolt.Tx) error { return checkFile(tx, v) })
 }
+
+// WithWriter returns o recording writer as the meta writer-version.
+func WithWriter(o Options, writer string) Options {
+	o.writer = writer
+	return o
+}

@@ -11,7 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 	"github.com/boltinformer/boltinformer/internal/failpoint"
 	v0 "github.com/boltinformer/boltinformer/migrations/internal/v0"
 )
@@ -33,9 +33,6 @@ type Options struct {
 	NoSync bool
 	// Now is the time written as created-at and updated-at; nil means time.Now.
 	Now func() time.Time
-	// Writer is recorded as the meta writer-version by upgrades; empty means
-	// cachefile.WriterVersion.
-	Writer string
 	// TxMaxSize bounds the bytes per transaction of a rewrite; zero means
 	// DefaultTxMaxSize.
 	TxMaxSize int
@@ -45,6 +42,9 @@ type Options struct {
 
 	// ctx is MigrateContext's; nil means context.Background().
 	ctx context.Context
+	// writer is recorded as the meta writer-version by upgrades; empty
+	// means cachefile.WriterVersion (tests set another).
+	writer string
 }
 
 func (o Options) complete() Options {
@@ -54,8 +54,8 @@ func (o Options) complete() Options {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.Writer == "" {
-		o.Writer = cachefile.WriterVersion
+	if o.writer == "" {
+		o.writer = cachefile.WriterVersion
 	}
 	if o.TxMaxSize <= 0 {
 		o.TxMaxSize = DefaultTxMaxSize
@@ -222,7 +222,7 @@ func migrate(path string, opts Options, steps []step, current uint64) (rep Repor
 			return rep, fmt.Errorf("migrate %s: stopped before v%d to v%d: %w", path, p.From, p.To, err)
 		}
 		stepStart := time.Now()
-		e := &env{path: path, scratchPath: path + scratchSuffix, now: opts.Now(), writer: opts.Writer, txMaxSize: opts.TxMaxSize}
+		e := &env{path: path, scratchPath: path + scratchSuffix, now: opts.Now(), writer: opts.writer, txMaxSize: opts.TxMaxSize}
 		if fi, err := os.Stat(path); err == nil {
 			e.size = fi.Size()
 		}

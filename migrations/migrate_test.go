@@ -14,8 +14,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/migrations"
 	"github.com/boltinformer/boltinformer/migrations/migrationstest"
@@ -39,7 +39,7 @@ func TestMigrateV0ToCurrent(t *testing.T) {
 			writeV0(t, path, stores...)
 			o := opts()
 			o.TxMaxSize = tc.txMaxSize
-			o.Writer = "migrations-test"
+			o = migrations.WithWriter(o, "migrations-test")
 			rep, err := migrations.Migrate(path, o)
 			if err != nil {
 				t.Fatal(err)

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
@@ -42,7 +42,7 @@ func saveChild() int {
 	defer func() { close(stop); wait() }()
 	fmt.Println(testutil.ReadyLine)
 	for i := 0; ; i++ {
-		if _, err := snapshot.Save(context.Background(), c.db, args[1], snapshot.SaveOptions{}); err != nil {
+		if _, err := snapshot.Save(context.Background(), c.file(), args[1], snapshot.SaveOptions{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
@@ -106,7 +106,7 @@ func TestCrashDuringRestore(t *testing.T) {
 		c.fill(t, n, 200)
 		snaps[i] = filepath.Join(dir, fmt.Sprint("snap-", i))
 		var err error
-		if hdrs[i], err = snapshot.Save(background(), c.db, snaps[i], saveOpts()); err != nil {
+		if hdrs[i], err = snapshot.Save(background(), c.file(), snaps[i], saveOpts()); err != nil {
 			t.Fatal(err)
 		}
 		c.close(t)

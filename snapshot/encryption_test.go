@@ -12,9 +12,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/boltinformer/boltinformer/cachefile"
+	publicfile "github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -52,7 +53,7 @@ func TestSnapshotCarriesCiphertextAndSaysSo(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := filepath.Join(dir, "snap")
-	hdr, err := snapshot.Save(background(), db, snap, snapshot.SaveOptions{})
+	hdr, err := snapshot.Save(background(), (*publicfile.File)(db), snap, snapshot.SaveOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/boltinformer/boltinformer/cachefile"
+	icachefile "github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
 // A snapshot file is, in order:
@@ -74,6 +75,7 @@ type Header struct {
 
 // StoreHeader describes one store of a snapshot.
 type StoreHeader struct {
+	// Name is the store's name, as cachefile.StoreInfo has it.
 	Name string `json:"name"`
 	// RV is the resourceVersion the store is current to; an informer on the
 	// restored file resumes its watch from it.
@@ -82,9 +84,12 @@ type StoreHeader struct {
 	Objects int `json:"objects"`
 	// Relisting is set when the snapshot caught the store in the middle of a
 	// relist: a restored store then relists before serving its RV.
-	Relisting     bool                `json:"relisting,omitempty"`
-	Identity      *cachefile.Identity `json:"identity,omitempty"`
-	IndexVersions map[string]string   `json:"indexVersions,omitempty"`
+	Relisting bool `json:"relisting,omitempty"`
+	// Identity says what the store caches (nil if it never recorded it).
+	Identity *cachefile.Identity `json:"identity,omitempty"`
+	// IndexVersions are the version tags of the store's indexes
+	// (InformerOptions.IndexVersions).
+	IndexVersions map[string]string `json:"indexVersions,omitempty"`
 	// KeyIDs are the encryption keys some of the store's payloads are
 	// sealed with, sorted (format 2 on; empty: every payload is plaintext).
 	// The snapshot carries the ciphertext as stored: restoring it needs
@@ -119,7 +124,7 @@ type Report struct {
 }
 
 // headerFromInfo builds the header of a snapshot of a file.
-func headerFromInfo(fi cachefile.FileInfo) Header {
+func headerFromInfo(fi icachefile.FileInfo) Header {
 	h := Header{
 		SchemaVersion: fi.SchemaVersion,
 		FileCreatedAt: fi.CreatedAt,
@@ -127,7 +132,11 @@ func headerFromInfo(fi cachefile.FileInfo) Header {
 		Stores:        make([]StoreHeader, 0, len(fi.Stores)),
 	}
 	for _, s := range fi.Stores {
-		sh := StoreHeader{Name: s.Name, RV: s.RV, Objects: s.Objects, Relisting: s.Relisting, Identity: s.Identity}
+		sh := StoreHeader{Name: s.Name, RV: s.RV, Objects: s.Objects, Relisting: s.Relisting}
+		if s.Identity != nil {
+			id := cachefile.Identity(*s.Identity)
+			sh.Identity = &id
+		}
 		if len(s.IndexVersions) > 0 {
 			sh.IndexVersions = s.IndexVersions
 		}
@@ -140,13 +149,13 @@ func headerFromInfo(fi cachefile.FileInfo) Header {
 // name. It reads every record's envelope (not its payload) in tx.
 func keyIDsTx(tx *bolt.Tx) (map[string][]string, error) {
 	out := map[string][]string{}
-	err := cachefile.ForEachStoreTx(tx, func(name string, b *cachefile.Buckets, err error) error {
+	err := icachefile.ForEachStoreTx(tx, func(name string, b *icachefile.Buckets, err error) error {
 		if err != nil {
 			return err
 		}
 		seen := map[string]bool{}
 		err = b.Objects.ForEach(func(k, v []byte) error {
-			rec, err := cachefile.DecodeRecord(k, v)
+			rec, err := icachefile.DecodeRecord(k, v)
 			if err != nil {
 				return fmt.Errorf("store %s key %q: %w", name, k, err)
 			}

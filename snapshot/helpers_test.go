@@ -19,9 +19,10 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/boltinformer/boltinformer/cachefile"
+	publicfile "github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/boltstore/boltstoretest"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
@@ -80,6 +81,9 @@ type testCache struct {
 	// rv is the last resourceVersion handed out to a writer.
 	rv atomic.Uint64
 }
+
+// file is the cache's file as Save takes it.
+func (c *testCache) file() *publicfile.File { return (*publicfile.File)(c.db) }
 
 func openCache(t testing.TB, path string, dbOpts cachefile.Options) *testCache {
 	t.Helper()

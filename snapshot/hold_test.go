@@ -13,8 +13,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
@@ -110,7 +110,7 @@ func TestLongHeldSnapshotFileGrowth(t *testing.T) {
 	var hdr snapshot.Header
 	go func() {
 		var err error
-		hdr, err = snapshot.SaveTo(ctx, c.db, gate, saveOpts())
+		hdr, err = snapshot.SaveTo(ctx, c.file(), gate, saveOpts())
 		saved <- err
 	}()
 	<-gate.started
@@ -173,7 +173,7 @@ func TestLongHeldSnapshotStallsRemap(t *testing.T) {
 	gate := newGate(ctx)
 	saved := make(chan error, 1)
 	go func() {
-		_, err := snapshot.SaveTo(ctx, c.db, gate, saveOpts())
+		_, err := snapshot.SaveTo(ctx, c.file(), gate, saveOpts())
 		saved <- err
 	}()
 	<-gate.started

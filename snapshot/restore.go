@@ -10,7 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/boltinformer/boltinformer/cachefile"
+	icachefile "github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
 // RestoreOptions configure Restore.
@@ -27,14 +27,15 @@ type RestoreOptions struct {
 }
 
 // Restore writes the cache file held by the snapshot at snapshotPath to
-// dbPath. It copies the database into a temporary file next to dbPath while
-// computing the snapshot's SHA-256, refuses a mismatch (ErrChecksum), runs
-// bbolt's structural check and cachefile.CheckTx on the copy and
+// dbPath. It copies the database into a temporary file next to dbPath
+// while computing the snapshot's SHA-256, refuses a mismatch
+// (ErrChecksum), runs the checks of cachefile.Check on the copy and
 // compares each store's RV and object count with the header
 // (ErrCorruptSnapshot), then fsyncs it and renames it to dbPath. After a
 // crash dbPath holds its old content (or nothing) or the whole restored
 // file; a "<dbPath>.restore-*" file may be left behind and is safe to
-// delete. An existing dbPath is refused with cachefile.ErrExists unless opts.Force.
+// delete. An existing dbPath is refused with cachefile.ErrExists unless
+// opts.Force.
 //
 // The restored file is an ordinary cache file at the snapshot's RVs: an
 // informer opened on it starts warm and resumes watching from each
@@ -44,7 +45,7 @@ type RestoreOptions struct {
 // one is refused with cachefile.ErrNewerSchema.
 func Restore(snapshotPath, dbPath string, opts RestoreOptions) (Header, error) {
 	if opts.LockTimeout <= 0 {
-		opts.LockTimeout = cachefile.DefaultLockTimeout
+		opts.LockTimeout = icachefile.DefaultLockTimeout
 	}
 	r, err := openSnapshot(snapshotPath)
 	if err != nil {
@@ -52,18 +53,18 @@ func Restore(snapshotPath, dbPath string, opts RestoreOptions) (Header, error) {
 	}
 	defer r.close()
 	hdr := r.header
-	if hdr.SchemaVersion > cachefile.Version {
+	if hdr.SchemaVersion > icachefile.Version {
 		return Header{}, fmt.Errorf("restore %s: %w: snapshot is schema v%d, this build supports up to v%d",
-			snapshotPath, cachefile.ErrNewerSchema, hdr.SchemaVersion, cachefile.Version)
+			snapshotPath, icachefile.ErrNewerSchema, hdr.SchemaVersion, icachefile.Version)
 	}
-	if dbPath, err = cachefile.Resolve(dbPath); err != nil {
+	if dbPath, err = icachefile.Resolve(dbPath); err != nil {
 		return Header{}, err
 	}
 	// A node seeded from a peer's snapshot may not have the cache's directory yet.
 	if err := os.MkdirAll(filepath.Dir(dbPath), 0o700); err != nil {
 		return Header{}, fmt.Errorf("restore %s to %s: %w", snapshotPath, dbPath, err)
 	}
-	release, err := cachefile.ClaimDestination(dbPath, opts.Force, opts.LockTimeout)
+	release, err := icachefile.ClaimDestination(dbPath, opts.Force, opts.LockTimeout)
 	if err != nil {
 		return Header{}, fmt.Errorf("restore %s to %s: %w", snapshotPath, dbPath, err)
 	}
@@ -80,7 +81,7 @@ func Restore(snapshotPath, dbPath string, opts RestoreOptions) (Header, error) {
 	}
 	err = os.Rename(tmp, dbPath)
 	if err == nil && !opts.NoSync {
-		err = cachefile.SyncDir(filepath.Dir(dbPath))
+		err = icachefile.SyncDir(filepath.Dir(dbPath))
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
@@ -88,7 +89,7 @@ func Restore(snapshotPath, dbPath string, opts RestoreOptions) (Header, error) {
 	}
 	// The file it replaced may have been left by an unsynced build that
 	// stopped; its marker must not discard the restored one.
-	if err := cachefile.RemoveMarker(dbPath); err != nil {
+	if err := icachefile.RemoveMarker(dbPath); err != nil {
 		return Header{}, fmt.Errorf("restore %s to %s: %w", snapshotPath, dbPath, err)
 	}
 	return hdr, nil
@@ -123,24 +124,24 @@ func checkRestored(path string, hdr Header) error {
 	// OpenBolt validates every page before bbolt reads one: bbolt's check
 	// walks them in a goroutine whose panic no caller can recover, and a
 	// snapshot of a damaged file carries a valid checksum.
-	db, err := cachefile.OpenBolt(path, cachefile.BoltOptions{ReadOnly: true, LockTimeout: time.Second})
+	db, err := icachefile.OpenBolt(path, icachefile.BoltOptions{ReadOnly: true, LockTimeout: time.Second})
 	if err != nil {
 		return fmt.Errorf("%w: the database inside does not open: %w", ErrCorruptSnapshot, err)
 	}
 	defer db.Close()
 	return db.View(func(tx *bolt.Tx) error {
-		if err := cachefile.BoltCheck(tx); err != nil {
+		if err := icachefile.BoltCheck(tx); err != nil {
 			return fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
 		}
-		if hdr.SchemaVersion != cachefile.Version {
+		if hdr.SchemaVersion != icachefile.Version {
 			// An older layout: migrations checks the rest when it
 			// upgrades the file.
 			return nil
 		}
-		if ps := cachefile.CheckTx(tx, cachefile.CheckOptions{MaxProblems: 10, SkipBolt: true}); len(ps) > 0 {
+		if ps := icachefile.CheckTx(tx, icachefile.CheckOptions{MaxProblems: 10, SkipBolt: true}); len(ps) > 0 {
 			return fmt.Errorf("%w: %d problem(s), first: %s", ErrCorruptSnapshot, len(ps), ps[0])
 		}
-		fi, err := cachefile.InfoTx(tx)
+		fi, err := icachefile.InfoTx(tx)
 		if err != nil {
 			return fmt.Errorf("%w: %v", ErrCorruptSnapshot, err)
 		}

@@ -11,8 +11,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 
-	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
@@ -25,7 +25,7 @@ func savedSnapshot(t *testing.T, dir string, n int) (string, snapshot.Header) {
 	defer c.close(t)
 	c.fill(t, n, 0)
 	path := filepath.Join(dir, "snap")
-	hdr, err := snapshot.Save(background(), c.db, path, saveOpts())
+	hdr, err := snapshot.Save(background(), c.file(), path, saveOpts())
 	if err != nil {
 		t.Fatal(err)
 	}

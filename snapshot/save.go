@@ -14,6 +14,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/boltinformer/boltinformer/cachefile"
+	icachefile "github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
 // SaveOptions configure Save and SaveTo.
@@ -24,13 +25,14 @@ type SaveOptions struct {
 	NoSync bool
 }
 
-// SaveTo writes a snapshot of db to w: the header, the whole file as one
+// SaveTo writes a snapshot of f to w: the header, the whole file as one
 // bbolt read transaction sees it, and the SHA-256 of both. Writers keep
 // committing meanwhile; the snapshot holds exactly the commits before its
 // transaction began. The transaction lasts as long as w takes to accept
-// the copy, and a cancelled ctx ends it at the next write to w.
+// the copy, and a cancelled ctx ends it at the next write to w. f is a
+// file opened with cachefile.Open, or a live cache's (Cache.Snapshot).
 //
-// A long transaction has two costs for the live file (measured by
+// A long transaction has two costs for a live file (measured by
 // TestLongHeldSnapshotFileGrowth and TestLongHeldSnapshotStallsRemap):
 //
 //   - bbolt cannot reuse a page freed after the transaction began until it
@@ -42,12 +44,11 @@ type SaveOptions struct {
 //   - when the data outgrows the file's mmap, the next commit must remap,
 //     which waits for every read transaction to end, and while it waits
 //     new read transactions queue behind it: a snapshot held that long
-//     stalls every reader and writer of the file until it ends. Open files
-//     that are snapshotted with cachefile.Options.InitialMmapSize well
-//     above their size (etcd's habit), save to a local file rather than a
-//     slow stream, and bound Save with a context: cancelling it ends the
-//     transaction at the next write.
-func SaveTo(ctx context.Context, db *cachefile.DB, w io.Writer, opts SaveOptions) (Header, error) {
+//     stalls every reader and writer of the file until it ends. Save to a
+//     local file rather than a slow stream, and bound the save with a
+//     context: cancelling it ends the transaction at the next write.
+func SaveTo(ctx context.Context, f *cachefile.File, w io.Writer, opts SaveOptions) (Header, error) {
+	db := (*icachefile.DB)(f)
 	hdr, err := saveTo(ctx, db, w, opts)
 	if err != nil {
 		return Header{}, fmt.Errorf("snapshot %s: %w", db.Path(), err)
@@ -55,16 +56,16 @@ func SaveTo(ctx context.Context, db *cachefile.DB, w io.Writer, opts SaveOptions
 	return hdr, nil
 }
 
-func saveTo(ctx context.Context, db *cachefile.DB, w io.Writer, opts SaveOptions) (Header, error) {
+func saveTo(ctx context.Context, db *icachefile.DB, w io.Writer, opts SaveOptions) (Header, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
 	if db.Unsynced() {
-		return Header{}, fmt.Errorf("%w: it is being built without fsync until an informer on it has synced; take the snapshot after that", cachefile.ErrNotDurable)
+		return Header{}, fmt.Errorf("%w: it is being built without fsync until an informer on it has synced; take the snapshot after that", icachefile.ErrNotDurable)
 	}
 	var hdr Header
 	err := db.View(func(tx *bolt.Tx) error {
-		fi, err := cachefile.InfoTx(tx)
+		fi, err := icachefile.InfoTx(tx)
 		if err != nil {
 			return err
 		}
@@ -105,28 +106,30 @@ func saveTo(ctx context.Context, db *cachefile.DB, w io.Writer, opts SaveOptions
 	return hdr, err
 }
 
-// Save writes a snapshot of db to the file at path through a temporary
-// file in the same directory, which it fsyncs and renames to path: after a
-// crash, path holds either its previous content (or nothing) or the whole
-// new snapshot, never part of one. An existing snapshot at path is
-// replaced. A crash can leave a "<path>.tmp-*" file behind, which is safe
-// to delete. The file is created with mode 0600: it holds the whole cache.
-func Save(ctx context.Context, db *cachefile.DB, path string, opts SaveOptions) (Header, error) {
-	path, err := cachefile.Resolve(path)
+// Save writes a snapshot of f (see SaveTo) to the file at path through a
+// temporary file in the same directory, which it fsyncs and renames to
+// path: after a crash, path holds either its previous content (or nothing)
+// or the whole new snapshot, never part of one. An existing snapshot at
+// path is replaced. A crash can leave a "<path>.tmp-*" file behind, which
+// is safe to delete. The file is created with mode 0600: it holds the
+// whole cache.
+func Save(ctx context.Context, f *cachefile.File, path string, opts SaveOptions) (Header, error) {
+	db := (*icachefile.DB)(f)
+	path, err := icachefile.Resolve(path)
 	if err != nil {
 		return Header{}, err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
+	tf, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return Header{}, fmt.Errorf("snapshot %s to %s: %w", db.Path(), path, err)
 	}
-	tmp := f.Name()
-	hdr, err := save(ctx, db, f, opts)
+	tmp := tf.Name()
+	hdr, err := save(ctx, db, tf, opts)
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
 	if err == nil && !opts.NoSync {
-		err = cachefile.SyncDir(filepath.Dir(path))
+		err = icachefile.SyncDir(filepath.Dir(path))
 	}
 	if err != nil {
 		_ = os.Remove(tmp)
@@ -136,7 +139,7 @@ func Save(ctx context.Context, db *cachefile.DB, path string, opts SaveOptions) 
 }
 
 // save fills and closes f.
-func save(ctx context.Context, db *cachefile.DB, f *os.File, opts SaveOptions) (Header, error) {
+func save(ctx context.Context, db *icachefile.DB, f *os.File, opts SaveOptions) (Header, error) {
 	bw := bufio.NewWriterSize(f, 1<<20)
 	hdr, err := saveTo(ctx, db, bw, opts)
 	if err == nil {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
@@ -46,10 +46,10 @@ func TestSaveUnderConcurrentWrites(t *testing.T) {
 		var hdr snapshot.Header
 		var err error
 		if i%2 == 0 {
-			hdr, err = snapshot.Save(background(), c.db, path, saveOpts())
+			hdr, err = snapshot.Save(background(), c.file(), path, saveOpts())
 		} else {
 			var buf bytes.Buffer
-			hdr, err = snapshot.SaveTo(background(), c.db, &buf, saveOpts())
+			hdr, err = snapshot.SaveTo(background(), c.file(), &buf, saveOpts())
 			if err == nil {
 				err = os.WriteFile(path, buf.Bytes(), 0o600)
 			}
@@ -84,7 +84,7 @@ func TestSaveCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(background())
 	cancel()
 	path := filepath.Join(dir, "snap")
-	if _, err := snapshot.Save(ctx, c.db, path, saveOpts()); !errors.Is(err, context.Canceled) {
+	if _, err := snapshot.Save(ctx, c.file(), path, saveOpts()); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled", err)
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
@@ -103,12 +103,12 @@ func TestSaveReplacesAtomically(t *testing.T) {
 	defer c.close(t)
 	c.fill(t, 20, 0)
 	path := filepath.Join(dir, "snap")
-	first, err := snapshot.Save(background(), c.db, path, saveOpts())
+	first, err := snapshot.Save(background(), c.file(), path, saveOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.fill(t, 40, 0)
-	second, err := snapshot.Save(background(), c.db, path, saveOpts())
+	second, err := snapshot.Save(background(), c.file(), path, saveOpts())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestSaveClosedDB(t *testing.T) {
 	dir := t.TempDir()
 	c := openCache(t, filepath.Join(dir, "cache.db"), cachefile.Options{NoSync: true})
 	c.close(t)
-	if _, err := snapshot.Save(background(), c.db, filepath.Join(dir, "snap"), saveOpts()); !errors.Is(err, cachefile.ErrClosed) {
+	if _, err := snapshot.Save(background(), c.file(), filepath.Join(dir, "snap"), saveOpts()); !errors.Is(err, cachefile.ErrClosed) {
 		t.Fatalf("err %v, want ErrClosed", err)
 	}
 	if got := leftovers(t, dir); len(got) != 0 {
@@ -143,13 +143,13 @@ func TestSaveUnsyncedDB(t *testing.T) {
 	c := openCache(t, filepath.Join(dir, "cache.db"), cachefile.Options{Unsynced: true})
 	defer c.close(t)
 	c.fill(t, 5, 0)
-	if _, err := snapshot.Save(background(), c.db, filepath.Join(dir, "snap"), saveOpts()); !errors.Is(err, cachefile.ErrNotDurable) {
+	if _, err := snapshot.Save(background(), c.file(), filepath.Join(dir, "snap"), saveOpts()); !errors.Is(err, cachefile.ErrNotDurable) {
 		t.Fatalf("snapshot of an unsynced file: %v, want ErrNotDurable", err)
 	}
 	if err := c.db.MakeDurable(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := snapshot.Save(background(), c.db, filepath.Join(dir, "snap"), saveOpts()); err != nil {
+	if _, err := snapshot.Save(background(), c.file(), filepath.Join(dir, "snap"), saveOpts()); err != nil {
 		t.Fatalf("snapshot after MakeDurable: %v", err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
 func TestHelp(t *testing.T) {

@@ -12,9 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/boltinformer/boltinformer/cachefile"
+	publicfile "github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/encryption"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 	"github.com/boltinformer/boltinformer/snapshot"
 )
 
@@ -465,7 +466,7 @@ func (l *Local) walkRecords(ctx context.Context, store string, fn func(Record) e
 // (header, the file from one bbolt read transaction, SHA-256 trailer) to w.
 func (l *Local) Snapshot(ctx context.Context, w io.Writer) (int64, error) {
 	cw := &countingWriter{w: w}
-	_, err := snapshot.SaveTo(ctx, l.db, cw, snapshot.SaveOptions{})
+	_, err := snapshot.SaveTo(ctx, (*publicfile.File)(l.db), cw, snapshot.SaveOptions{})
 	return cw.n, err
 }
 

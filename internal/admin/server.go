@@ -16,9 +16,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/boltinformer/boltinformer/cachefile"
 	"github.com/boltinformer/boltinformer/internal/boltstore"
-	"github.com/boltinformer/boltinformer/snapshot"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
 // maxSocketPath is the longest unix socket path Linux accepts (sun_path
@@ -345,7 +344,7 @@ func (s *Server) handleRecords(w http.ResponseWriter, r *http.Request) {
 // client sees as a cut stream.
 func (s *Server) handleSnapshot(w http.ResponseWriter, r *http.Request) {
 	sw := &startWriter{w: w}
-	_, err := snapshot.SaveTo(r.Context(), s.local.db, sw, snapshot.SaveOptions{})
+	_, err := s.local.Snapshot(r.Context(), sw)
 	switch {
 	case err == nil:
 	case !sw.started:

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
 // OpType is the kind of an Apply operation.

@@ -3,7 +3,7 @@ package boltstore
 import (
 	"fmt"
 
-	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
 // ClusterReport says what SetCluster did.

@@ -1,5 +1,5 @@
 // Package boltstore implements client-go's cache.Indexer on one store of
-// a cachefile.DB: objects as records in the store's objects bucket, every
+// an internal/cachefile DB: objects as records in the store's objects bucket, every
 // index as a bucket of "value 0x00 key" entries, and the resourceVersion the
 // store is current to, written in the same transaction as the data it
 // covers. Only the informer's pipeline moves that watermark: Apply for watch
@@ -12,7 +12,7 @@
 // holds the whole cache on the heap, never hands out an object another
 // caller can mutate (except from the hot cache, under client-go's read-only
 // contract), and never panics on bad input or a damaged record. The file,
-// its commit loop and the record format belong to package cachefile.
+// its commit loop and the record format belong to internal/cachefile.
 //
 // Users see this Store through package boltindexer, whose Store is a
 // defined type over this one (a free conversion either way) with the

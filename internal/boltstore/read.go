@@ -10,7 +10,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
-	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
 // streamChunk is how many objects a streaming read decodes per bbolt read

@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"sync"
 
-	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
 // replayChunk and replayChunkBytes bound a chunk of Replay: at most

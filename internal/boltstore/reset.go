@@ -3,7 +3,7 @@ package boltstore
 import (
 	"fmt"
 
-	"github.com/boltinformer/boltinformer/cachefile"
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
 // CheckRecords verifies the checksum and envelope of every stored record,

@@ -92,7 +92,7 @@ func TestColdStart(t *testing.T) {
 			t.Fatalf("%s: stored RV %q after sync (%v)", want.resource, rv, err)
 		}
 	}
-	info, err := rc.cache.DB().Info()
+	info, err := rc.cache.Info()
 	if err != nil {
 		t.Fatal(err)
 	}

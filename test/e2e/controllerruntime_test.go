@@ -125,7 +125,7 @@ func TestControllerRuntimeManager(t *testing.T) {
 	}
 	testutil.EventuallyDiff(t, "the updated ConfigMaps to be reconciled", convergeTimeout, reconciled)
 
-	info, err := bc.DB().Info()
+	info, err := bc.Info()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func TestCtrlCacheScopeMatchesRequests(t *testing.T) {
 
 	// scope is what a LIST was sent with, or a store holds.
 	type scope struct{ namespace, labels, fields string }
-	info, err := bc.DB().Info()
+	info, err := bc.Info()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func TestSnapshotRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	liveObjects := rvs(storeObjects(live.Informer))
-	hdr, err := snapshot.Save(context.Background(), rc.cache.DB(), snap, snapshot.SaveOptions{NoSync: true})
+	hdr, err := rc.cache.Snapshot(context.Background(), snap)
 	if err != nil {
 		t.Fatalf("snapshot a running cache: %v", err)
 	}
