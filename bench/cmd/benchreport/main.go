@@ -50,7 +50,11 @@ func main() {
 	flag.DurationVar(&cfg.StormTimeout, "storm-timeout", bench.DefaultStormTimeout, "a storm agent that has not synced by then counts as failed")
 	flag.BoolVar(&cfg.JSON, "json", false, "clients ask for JSON instead of protobuf")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "write each child's CPU and heap profiles under this directory")
-	only := flag.String("only", "", "run only these parts, comma-separated: sync, ingest, reads, container, real, cachectl, upgrade")
+	flag.IntVar(&cfg.Churn.N, "churn-n", envInt("BENCH_CHURN_N", 10000), "Pods of the churn scenario (12), 0 to skip it ($BENCH_CHURN_N)")
+	flag.DurationVar(&cfg.Churn.Seconds, "churn-seconds", 30*time.Second, "length of each steady churn rate")
+	flag.DurationVar(&cfg.Churn.FsyncDelay, "churn-fsync-delay", 5*time.Millisecond, "the churn again with each commit slowed by this (a slow disk), 0 to skip it")
+	flag.StringVar(&cfg.Churn.SlowExe, "churn-slow-exe", "", "a benchreport built with -tags failpoints, for the slow-disk churn (hack/bench-report.sh builds one)")
+	only := flag.String("only", "", "run only these parts, comma-separated: sync, ingest, reads, container, real, cachectl, upgrade, churn")
 	serve := flag.Int("serve", 0, "only serve a fake apiserver with this many Pods until interrupted")
 	flag.Parse()
 

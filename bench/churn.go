@@ -1,0 +1,184 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/boltinformer/boltinformer/internal/failpoint"
+)
+
+// ChurnConfig configures the churn scenario (12): the fake sends steady
+// rates of Pod updates, then a burst, to a client-go informer, a
+// boltinformer informer (the factory's defaults, fsync on) and
+// controller-runtime's cache at the same time, each in a child of its
+// own, and every handler times each event from its send stamp.
+type ChurnConfig struct {
+	// N is the Pod count; 0 skips the scenario.
+	N int
+	// Rates are the steady phases' events a second, each for Seconds
+	// (defaults 100, 1,000, 5,000 and 30 s).
+	Rates   []int
+	Seconds time.Duration
+	// Burst events are sent at once after the steady phases (default
+	// 20,000).
+	Burst int
+	// FsyncDelay, when set, runs the scenario again with each commit of
+	// boltinformer's file slowed by that long: a slow disk. It needs a
+	// binary with failpoints compiled in: this one, or SlowExe.
+	FsyncDelay time.Duration
+	SlowExe    string
+}
+
+func (c *ChurnConfig) defaults() {
+	if len(c.Rates) == 0 {
+		c.Rates = []int{100, 1000, 5000}
+	}
+	if c.Seconds <= 0 {
+		c.Seconds = 30 * time.Second
+	}
+	if c.Burst <= 0 {
+		c.Burst = 20000
+	}
+}
+
+// phases are the churn's steps in order.
+func (c *ChurnConfig) phases() []ChurnPhase {
+	var out []ChurnPhase
+	for _, r := range c.Rates {
+		out = append(out, ChurnPhase{Name: fmt.Sprintf("steady-%d", r), Rate: r, Seconds: c.Seconds.Seconds(), Events: int(float64(r) * c.Seconds.Seconds())})
+	}
+	return append(out, ChurnPhase{Name: fmt.Sprintf("burst-%d", c.Burst), Events: c.Burst})
+}
+
+// Scenario names of the churn's children: churn/fake/N/IMPL and, on the
+// slow disk, churn-slow/fake/N/IMPL.
+const (
+	churnScenario     = "churn"
+	churnSlowScenario = "churn-slow"
+)
+
+// runChurn runs the churn scenario against a fake of its own.
+func (d *driver) runChurn(ctx context.Context) error {
+	c := d.cfg.Churn
+	c.defaults()
+	d.progress("churn: fake apiserver with %d pods", c.N)
+	srv, err := NewFakeAPIServer(FakeOptions{N: c.N, Namespaces: d.cfg.Namespaces})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	target := Target{Host: srv.URL(), JSON: d.cfg.JSON}
+	phases := c.phases()
+	if err := d.churnRun(ctx, srv, churnScenario, target, phases, []string{ImplClientGo, ImplBolt, ImplCR}, 0); err != nil {
+		return err
+	}
+	if c.FsyncDelay <= 0 {
+		return nil
+	}
+	exe := c.SlowExe
+	if failpoint.Enabled {
+		exe = d.cfg.Exe
+	}
+	if exe == "" {
+		d.res.Skipped = append(d.res.Skipped, "churn on a slow disk: needs a benchreport built with -tags failpoints (-churn-slow-exe; hack/bench-report.sh builds one)")
+		return nil
+	}
+	own := d.cfg.Exe
+	d.cfg.Exe = exe
+	defer func() { d.cfg.Exe = own }()
+	return d.churnRun(ctx, srv, churnSlowScenario, target, phases, []string{ImplClientGo, ImplBolt}, c.FsyncDelay)
+}
+
+// churnRun starts one child per implementation, waits until all have
+// synced, sends each phase and waits until every handler saw all of it.
+func (d *driver) churnRun(ctx context.Context, srv *FakeAPIServer, scenario string, target Target, phases []ChurnPhase, impls []string, delay time.Duration) error {
+	dir := filepath.Join(d.work, scenario)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	n := srv.N()
+	// An error ends the children still running: they would wait for
+	// phases that never come.
+	childCtx, cancel := context.WithCancel(ctx)
+	procs := map[string]*childProc{}
+	defer func() {
+		cancel()
+		for _, p := range procs {
+			<-p.exited
+			p.log.Close()
+		}
+	}()
+	for _, impl := range impls {
+		spec := Spec{
+			Scenario: ScenarioChurn, Impl: impl, Target: target, ExpectAdds: n,
+			DB:    filepath.Join(dir, "churn.db"),
+			Churn: &ChurnSpec{Dir: dir, Phases: phases},
+		}
+		if impl == ImplBolt {
+			spec.Churn.FsyncDelay = delay
+		}
+		name := childName(scenario, "fake", n, impl)
+		d.progress("%s", name)
+		p, err := d.startChild(childCtx, name, spec)
+		if err != nil {
+			return err
+		}
+		procs[impl] = p
+	}
+	if err := churnWait(ctx, dir, procs, "ready"); err != nil {
+		return err
+	}
+	for _, ph := range phases {
+		d.progress("%s: %s (%d events)", scenario, ph.Name, ph.Events)
+		if ph.Rate > 0 {
+			if _, err := srv.ChurnSteady(ctx, ph.Name, ph.Rate, time.Duration(ph.Seconds*float64(time.Second))); err != nil {
+				return err
+			}
+		} else if err := srv.ChurnBurst(ph.Name, ph.Events); err != nil {
+			return err
+		}
+		if err := churnWait(ctx, dir, procs, ph.Name+".done"); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for impl, p := range procs {
+		delete(procs, impl)
+		if _, err := p.wait(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// churnWait waits until every child created dir/IMPL.suffix; a child that
+// exits first fails the wait with its error.
+func churnWait(ctx context.Context, dir string, procs map[string]*childProc, suffix string) error {
+	for impl, p := range procs {
+		path := filepath.Join(dir, impl+"."+suffix)
+		for {
+			if _, err := os.Stat(path); err == nil {
+				break
+			} else if !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			select {
+			case <-p.exited:
+				delete(procs, impl)
+				if _, err := p.wait(); err != nil {
+					return err
+				}
+				return fmt.Errorf("%s exited before %s", p.name, suffix)
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
