@@ -206,7 +206,9 @@ func runChurn(ctx context.Context, spec Spec) (Result, error) {
 		pr.Drain = time.Duration(r.lastCall - r.firstSent).Seconds()
 		h.mu.Unlock()
 		slices.Sort(lat)
-		q := func(f float64) float64 { return time.Duration(lat[min(int(f*float64(len(lat))), len(lat)-1)]).Seconds() }
+		q := func(f float64) float64 {
+			return time.Duration(lat[min(int(f*float64(len(lat))), len(lat)-1)]).Seconds()
+		}
 		pr.P50, pr.P99, pr.Max = q(0.5), q(0.99), time.Duration(lat[len(lat)-1]).Seconds()
 		if bolt != nil {
 			after := gatherHistograms(bolt.reg)
