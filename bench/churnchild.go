@@ -159,11 +159,6 @@ func runChurn(ctx context.Context, spec Spec) (Result, error) {
 			return res, err
 		}
 	}
-	prof, err := startProfiles(spec.ProfileDir)
-	if err != nil {
-		return res, err
-	}
-	defer prof.stop()
 	start := time.Now()
 	res.StartedAt = start.UnixNano()
 	h := newChurnHandler(cs.Phases)
@@ -180,6 +175,12 @@ func runChurn(ctx context.Context, spec Spec) (Result, error) {
 	if err := os.WriteFile(filepath.Join(cs.Dir, spec.Impl+".ready"), nil, 0o644); err != nil {
 		return res, err
 	}
+	// The profiles cover the phases, not the initial sync.
+	prof, err := startProfiles(spec.ProfileDir)
+	if err != nil {
+		return res, err
+	}
+	defer prof.stop()
 	out := &ChurnResult{FsyncDelay: cs.FsyncDelay}
 	cpu := cpuSeconds()
 	var before map[string]histogram

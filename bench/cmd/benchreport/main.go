@@ -51,6 +51,8 @@ func main() {
 	flag.BoolVar(&cfg.JSON, "json", false, "clients ask for JSON instead of protobuf")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "write each child's CPU and heap profiles under this directory")
 	flag.IntVar(&cfg.Churn.N, "churn-n", envInt("BENCH_CHURN_N", 10000), "Pods of the churn scenario (12), 0 to skip it ($BENCH_CHURN_N)")
+	churnRates := flag.String("churn-rates", "100,1000,5000", "the churn's steady rates, events a second, comma-separated")
+	flag.IntVar(&cfg.Churn.Burst, "churn-burst", 20000, "events of the churn's burst")
 	flag.DurationVar(&cfg.Churn.Seconds, "churn-seconds", 30*time.Second, "length of each steady churn rate")
 	flag.DurationVar(&cfg.Churn.FsyncDelay, "churn-fsync-delay", 5*time.Millisecond, "the churn again with each commit slowed by this (a slow disk), 0 to skip it")
 	flag.StringVar(&cfg.Churn.SlowExe, "churn-slow-exe", "", "a benchreport built with -tags failpoints, for the slow-disk churn (hack/bench-report.sh builds one)")
@@ -79,6 +81,16 @@ func main() {
 			fail(fmt.Errorf("bad -n %q", f))
 		}
 		cfg.Ns = append(cfg.Ns, n)
+	}
+	for _, f := range strings.Split(*churnRates, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		r, err := strconv.Atoi(f)
+		if err != nil || r <= 0 {
+			fail(fmt.Errorf("bad -churn-rates %q", f))
+		}
+		cfg.Churn.Rates = append(cfg.Churn.Rates, r)
 	}
 	for _, p := range strings.Split(*only, ",") {
 		if p = strings.TrimSpace(p); p != "" {
