@@ -32,6 +32,32 @@ type ChurnConfig struct {
 	// binary with failpoints compiled in: this one, or SlowExe.
 	FsyncDelay time.Duration
 	SlowExe    string
+	// RealN Pods on kube-apiserver get RealRates updates a second (default
+	// 100, 200, 400), each for Seconds, then RealBurst at once (default
+	// 5,000), stamped by the sender; 0 skips this part.
+	RealN     int
+	RealRates []int
+	RealBurst int
+}
+
+// churnSource sends a churn's events: the fake, or a sender of updates
+// to kube-apiserver (churnreal.go).
+type churnSource interface {
+	// Steady sends rate events a second for d; Burst sends count at once.
+	Steady(ctx context.Context, phase string, rate int, d time.Duration) error
+	Burst(ctx context.Context, phase string, count int) error
+}
+
+// fakeChurn is the fake apiserver as a churnSource.
+type fakeChurn struct{ srv *FakeAPIServer }
+
+func (f fakeChurn) Steady(ctx context.Context, phase string, rate int, d time.Duration) error {
+	_, err := f.srv.ChurnSteady(ctx, phase, rate, d)
+	return err
+}
+
+func (f fakeChurn) Burst(_ context.Context, phase string, count int) error {
+	return f.srv.ChurnBurst(phase, count)
 }
 
 func (c *ChurnConfig) defaults() {
@@ -44,26 +70,46 @@ func (c *ChurnConfig) defaults() {
 	if c.Burst <= 0 {
 		c.Burst = 20000
 	}
-}
-
-// phases are the churn's steps in order.
-func (c *ChurnConfig) phases() []ChurnPhase {
-	var out []ChurnPhase
-	for _, r := range c.Rates {
-		out = append(out, ChurnPhase{Name: fmt.Sprintf("steady-%d", r), Rate: r, Seconds: c.Seconds.Seconds(), Events: int(float64(r) * c.Seconds.Seconds())})
+	if len(c.RealRates) == 0 {
+		c.RealRates = []int{100, 200, 400}
 	}
-	return append(out, ChurnPhase{Name: fmt.Sprintf("burst-%d", c.Burst), Events: c.Burst})
+	if c.RealBurst <= 0 {
+		c.RealBurst = 5000
+	}
 }
 
-// Scenario names of the churn's children: churn/fake/N/IMPL and, on the
-// slow disk, churn-slow/fake/N/IMPL.
+// churnPhases are a churn's steps in order: each rate for d, then a burst.
+func churnPhases(rates []int, d time.Duration, burst int) []ChurnPhase {
+	var out []ChurnPhase
+	for _, r := range rates {
+		out = append(out, ChurnPhase{Name: fmt.Sprintf("steady-%d", r), Rate: r, Seconds: d.Seconds(), Events: int(float64(r) * d.Seconds())})
+	}
+	return append(out, ChurnPhase{Name: fmt.Sprintf("burst-%d", burst), Events: burst})
+}
+
+// Scenario names of the churn's children: churn/fake/N/IMPL, on the
+// slow disk churn-slow/fake/N/IMPL, and against kube-apiserver
+// churn/real/N/IMPL.
 const (
 	churnScenario     = "churn"
 	churnSlowScenario = "churn-slow"
 )
 
-// runChurn runs the churn scenario against a fake of its own.
+// runChurn runs the churn scenario against a fake of its own, then
+// against kube-apiserver.
 func (d *driver) runChurn(ctx context.Context) error {
+	if d.cfg.Churn.N > 0 {
+		if err := d.runChurnFake(ctx); err != nil {
+			return err
+		}
+	}
+	if d.cfg.Churn.RealN > 0 {
+		return d.runChurnReal(ctx)
+	}
+	return nil
+}
+
+func (d *driver) runChurnFake(ctx context.Context) error {
 	c := d.cfg.Churn
 	c.defaults()
 	d.progress("churn: fake apiserver with %d pods", c.N)
@@ -73,8 +119,9 @@ func (d *driver) runChurn(ctx context.Context) error {
 	}
 	defer srv.Close()
 	target := Target{Host: srv.URL(), JSON: d.cfg.JSON}
-	phases := c.phases()
-	if err := d.churnRun(ctx, srv, churnScenario, target, phases, []string{ImplClientGo, ImplBolt, ImplCR}, 0); err != nil {
+	phases := churnPhases(c.Rates, c.Seconds, c.Burst)
+	src := fakeChurn{srv}
+	if err := d.churnRun(ctx, src, churnScenario, "fake", c.N, target, phases, []string{ImplClientGo, ImplBolt, ImplCR}, 0); err != nil {
 		return err
 	}
 	if c.FsyncDelay <= 0 {
@@ -91,17 +138,16 @@ func (d *driver) runChurn(ctx context.Context) error {
 	own := d.cfg.Exe
 	d.cfg.Exe = exe
 	defer func() { d.cfg.Exe = own }()
-	return d.churnRun(ctx, srv, churnSlowScenario, target, phases, []string{ImplClientGo, ImplBolt}, c.FsyncDelay)
+	return d.churnRun(ctx, src, churnSlowScenario, "fake", c.N, target, phases, []string{ImplClientGo, ImplBolt}, c.FsyncDelay)
 }
 
 // churnRun starts one child per implementation, waits until all have
 // synced, sends each phase and waits until every handler saw all of it.
-func (d *driver) churnRun(ctx context.Context, srv *FakeAPIServer, scenario string, target Target, phases []ChurnPhase, impls []string, delay time.Duration) error {
-	dir := filepath.Join(d.work, scenario)
+func (d *driver) churnRun(ctx context.Context, src churnSource, scenario, source string, n int, target Target, phases []ChurnPhase, impls []string, delay time.Duration) error {
+	dir := filepath.Join(d.work, scenario+"-"+source)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	n := srv.N()
 	// An error ends the children still running: they would wait for
 	// phases that never come.
 	childCtx, cancel := context.WithCancel(ctx)
@@ -122,7 +168,7 @@ func (d *driver) churnRun(ctx context.Context, srv *FakeAPIServer, scenario stri
 		if impl == ImplBolt {
 			spec.Churn.FsyncDelay = delay
 		}
-		name := childName(scenario, "fake", n, impl)
+		name := childName(scenario, source, n, impl)
 		d.progress("%s", name)
 		p, err := d.startChild(childCtx, name, spec)
 		if err != nil {
@@ -134,12 +180,12 @@ func (d *driver) churnRun(ctx context.Context, srv *FakeAPIServer, scenario stri
 		return err
 	}
 	for _, ph := range phases {
-		d.progress("%s: %s (%d events)", scenario, ph.Name, ph.Events)
+		d.progress("%s/%s: %s (%d events)", scenario, source, ph.Name, ph.Events)
 		if ph.Rate > 0 {
-			if _, err := srv.ChurnSteady(ctx, ph.Name, ph.Rate, time.Duration(ph.Seconds*float64(time.Second))); err != nil {
+			if err := src.Steady(ctx, ph.Name, ph.Rate, time.Duration(ph.Seconds*float64(time.Second))); err != nil {
 				return err
 			}
-		} else if err := srv.ChurnBurst(ph.Name, ph.Events); err != nil {
+		} else if err := src.Burst(ctx, ph.Name, ph.Events); err != nil {
 			return err
 		}
 		if err := churnWait(ctx, dir, procs, ph.Name+".done"); err != nil {

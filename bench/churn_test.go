@@ -41,30 +41,38 @@ func TestChurn(t *testing.T) {
 	res, err := Run(t.Context(), Config{
 		Only: []string{"churn"}, Namespaces: 10, Out: out, WorkDir: work, Args: []string{"-test.run=^$"}, Progress: &progress,
 		ChildTimeout: 2 * time.Minute,
-		Churn:        ChurnConfig{N: 200, Rates: []int{200}, Seconds: 300 * time.Millisecond, Burst: 300, FsyncDelay: time.Millisecond},
+		Churn: ChurnConfig{
+			N: 200, Rates: []int{200}, Seconds: 300 * time.Millisecond, Burst: 300, FsyncDelay: time.Millisecond,
+			RealN: 50, RealRates: []int{100}, RealBurst: 60,
+		},
 	})
 	t.Log(progress.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	scenarios := []string{churnScenario}
+	type run struct {
+		scenario, source string
+		n                int
+	}
+	runs := []run{{churnScenario, "fake", 200}, {churnScenario, "real", 50}}
 	if failpoint.Enabled {
-		scenarios = append(scenarios, churnSlowScenario)
+		runs = append(runs, run{churnSlowScenario, "fake", 200})
 	} else if len(res.Skipped) != 1 || !strings.Contains(res.Skipped[0], "-tags failpoints") {
 		t.Errorf("skipped %q, want the slow disk, for want of failpoints", res.Skipped)
 	}
-	for _, sc := range scenarios {
+	for _, r := range runs {
+		sc := r.scenario + "/" + r.source
 		impls := []string{ImplClientGo, ImplBolt}
-		if sc == churnScenario {
+		if r.scenario == churnScenario {
 			impls = append(impls, ImplCR)
 		}
 		for _, impl := range impls {
-			c, ok := res.Children[childName(sc, "fake", 200, impl)]
+			c, ok := res.Children[childName(r.scenario, r.source, r.n, impl)]
 			if !ok || c.Churn == nil || len(c.Churn.Phases) != 2 {
 				t.Fatalf("%s/%s: %+v, want two phases", sc, impl, c)
 			}
 			for _, p := range c.Churn.Phases {
-				if p.Events != map[string]int{"steady-200": 60, "burst-300": 300}[p.Name] {
+				if p.Events != map[string]int{"steady-200": 60, "burst-300": 300, "steady-100": 30, "burst-60": 60}[p.Name] {
 					t.Errorf("%s/%s: phase %+v", sc, impl, p)
 				}
 				if !(0 < p.P50 && p.P50 <= p.P99 && p.P99 <= p.Max) || p.Drain <= 0 || p.CPUSeconds <= 0 {
@@ -87,6 +95,7 @@ func TestChurn(t *testing.T) {
 		"| burst of 300 drained (first send → last handler) | 200 | fake | client-go |",
 		"| CPU per 1,000 events, 200/s | 200 | fake | client-go |",
 		"| commits, burst of 300 | 200 | fake | events |",
+		"| event→handler p99, 100/s | 50 | kube-apiserver | client-go |",
 	} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table has no %q row", want)

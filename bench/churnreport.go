@@ -26,11 +26,11 @@ var churnCPURates = map[int]bool{100: true, 1000: true}
 // client-go (with targets) and against controller-runtime's cache.
 func churnRows(res *Results) []Row {
 	var out []Row
-	for _, scenario := range []string{churnScenario, churnSlowScenario} {
+	for _, run := range []struct{ scenario, source string }{{churnScenario, "fake"}, {churnSlowScenario, "fake"}, {churnScenario, "real"}} {
 		var ns []int
 		for name := range res.Children {
 			parts := strings.Split(name, "/")
-			if len(parts) == 4 && parts[0] == scenario && parts[3] == ImplBolt {
+			if len(parts) == 4 && parts[0] == run.scenario && parts[1] == run.source && parts[3] == ImplBolt {
 				if n, err := strconv.Atoi(parts[2]); err == nil {
 					ns = append(ns, n)
 				}
@@ -38,19 +38,19 @@ func churnRows(res *Results) []Row {
 		}
 		slices.Sort(ns)
 		for _, n := range ns {
-			out = append(out, churnScenarioRows(res, scenario, n)...)
+			out = append(out, churnScenarioRows(res, run.scenario, run.source, n)...)
 		}
 	}
 	return out
 }
 
-func churnScenarioRows(res *Results, scenario string, n int) []Row {
-	bi, ok1 := res.Children[childName(scenario, "fake", n, ImplBolt)]
-	cg, ok2 := res.Children[childName(scenario, "fake", n, ImplClientGo)]
+func churnScenarioRows(res *Results, scenario, source string, n int) []Row {
+	bi, ok1 := res.Children[childName(scenario, source, n, ImplBolt)]
+	cg, ok2 := res.Children[childName(scenario, source, n, ImplClientGo)]
 	if !ok1 || !ok2 || bi.Churn == nil || cg.Churn == nil || len(bi.Churn.Phases) != len(cg.Churn.Phases) {
 		return nil
 	}
-	cr := res.Children[childName(scenario, "fake", n, ImplCR)].Churn
+	cr := res.Children[childName(scenario, source, n, ImplCR)].Churn
 	title := "12 churn, handler latency and CPU"
 	slack, slackText := churnP99Slack.Seconds(), "≤ client-go + 2 ms"
 	if d := bi.Churn.FsyncDelay; d > 0 {
@@ -65,7 +65,7 @@ func churnScenarioRows(res *Results, scenario string, n int) []Row {
 		if b.Rate == 0 {
 			what = fmt.Sprintf("burst of %s", commaInt(b.Events))
 		}
-		base := Row{Scenario: title, N: n, Source: "fake", Ref: ImplClientGo, Unit: unitSeconds}
+		base := Row{Scenario: title, N: n, Source: map[string]string{"fake": "fake", "real": "kube-apiserver"}[source], Ref: ImplClientGo, Unit: unitSeconds}
 		for _, q := range []struct {
 			name         string
 			ref, v       float64

@@ -251,7 +251,7 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 			return d.res, fmt.Errorf("upgrade, N=%d: %w", cfg.UpgradeN, err)
 		}
 	}
-	if cfg.Churn.N > 0 && cfg.runs("churn") {
+	if (cfg.Churn.N > 0 || cfg.Churn.RealN > 0) && cfg.runs("churn") {
 		if err := d.runChurn(ctx); err != nil {
 			return d.res, fmt.Errorf("churn, N=%d: %w", cfg.Churn.N, err)
 		}

@@ -53,6 +53,7 @@ func main() {
 	flag.IntVar(&cfg.Churn.N, "churn-n", envInt("BENCH_CHURN_N", 10000), "Pods of the churn scenario (12), 0 to skip it ($BENCH_CHURN_N)")
 	churnRates := flag.String("churn-rates", "100,1000,5000", "the churn's steady rates, events a second, comma-separated")
 	flag.IntVar(&cfg.Churn.Burst, "churn-burst", 20000, "events of the churn's burst")
+	flag.IntVar(&cfg.Churn.RealN, "churn-real-n", envInt("BENCH_CHURN_REAL_N", 2000), "Pods of the churn against kube-apiserver (updated at 100, 200 and 400/s, then 5,000 at once), 0 to skip it ($BENCH_CHURN_REAL_N)")
 	flag.DurationVar(&cfg.Churn.Seconds, "churn-seconds", 30*time.Second, "length of each steady churn rate")
 	flag.DurationVar(&cfg.Churn.FsyncDelay, "churn-fsync-delay", 5*time.Millisecond, "the churn again with each commit slowed by this (a slow disk), 0 to skip it")
 	flag.StringVar(&cfg.Churn.SlowExe, "churn-slow-exe", "", "a benchreport built with -tags failpoints, for the slow-disk churn (hack/bench-report.sh builds one)")
