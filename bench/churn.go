@@ -159,11 +159,18 @@ func (d *driver) churnRun(ctx context.Context, src churnSource, scenario, source
 			p.log.Close()
 		}
 	}()
+	// A child waits through every phase: its timeout grows with them, so
+	// that a loaded machine that drains slowly still gives figures.
+	var sending float64
+	for _, ph := range phases {
+		sending += ph.Seconds
+	}
 	for _, impl := range impls {
 		spec := Spec{
 			Scenario: ScenarioChurn, Impl: impl, Target: target, ExpectAdds: n,
-			DB:    filepath.Join(dir, "churn.db"),
-			Churn: &ChurnSpec{Dir: dir, Phases: phases},
+			Timeout: d.cfg.ChildTimeout + time.Duration(5*sending*float64(time.Second)),
+			DB:      filepath.Join(dir, "churn.db"),
+			Churn:   &ChurnSpec{Dir: dir, Phases: phases},
 		}
 		if impl == ImplBolt {
 			spec.Churn.FsyncDelay = delay
