@@ -40,6 +40,17 @@ func stampSent(frame []byte) {
 	}
 }
 
+// event appends ev's watch frame to dst, stamped with the time now when ev
+// is a churn event.
+func (e frameEncoder) event(dst []byte, ev fakeEvent) ([]byte, error) {
+	at := len(dst)
+	out, err := e.pod(dst, ev.typ, ev.pb)
+	if err == nil && ev.stamp {
+		stampSent(out[at:])
+	}
+	return out, err
+}
+
 // makeChurn encodes count MODIFIED events after rv, like makeUpdates, each
 // carrying the phase and the send-time placeholder.
 func (s *FakeAPIServer) makeChurn(rv int64, phase string, count int) ([]fakeEvent, error) {

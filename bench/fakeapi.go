@@ -510,14 +510,7 @@ func (s *FakeAPIServer) serveWatch(ctx context.Context, w countingWriter, rvPara
 			if ns != "" && s.objs[ev.idx].ns != ns {
 				continue
 			}
-			at := len(buf)
-			if buf, err = enc.pod(buf, ev.typ, ev.pb); err != nil {
-				return
-			}
-			if ev.stamp {
-				stampSent(buf[at:])
-			}
-			if !flush(false) {
+			if buf, err = enc.event(buf, ev); err != nil || !flush(false) {
 				return
 			}
 		}
