@@ -84,6 +84,9 @@ type Informer struct {
 	// relist is the progress of the relist in progress, for its log line;
 	// the process loop is its only user.
 	relist relistProgress
+	// commitTime is how long recent watch-event commits took: the queue's
+	// group-commit window.
+	commitTime commitTime
 }
 
 var _ cache.SharedIndexInformer = (*Informer)(nil)

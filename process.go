@@ -114,7 +114,12 @@ func (inf *Informer) applyEvents(ctx context.Context, run []deltafifo.Item) erro
 		// before these changes are distributed. A delete is notified with
 		// the object the apiserver sent (notify), never with the stored one.
 		opts := boltstore.ApplyOptions{SkipOld: inf.processor.NumListeners() == 0, SkipOldOfDeletes: true}
-		return inf.store.ApplyWith(ops, resourceVersionOf(ops[len(ops)-1].Obj), opts)
+		start := time.Now()
+		changes, err := inf.store.ApplyWith(ops, resourceVersionOf(ops[len(ops)-1].Obj), opts)
+		if err == nil {
+			inf.commitTime.observe(time.Since(start))
+		}
+		return changes, err
 	}
 	notify := func(first int, changes []boltstore.Change) {
 		failpoint.Inject("boltinformer.afterCommit") // committed, handlers not yet notified

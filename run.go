@@ -231,6 +231,10 @@ func (inf *Informer) newPipeline(logger klog.Logger, clusterRelist listwatcher.R
 		UnlockWhileProcessing: true,
 		EmitDeltaTypeBookmark: true,
 		BatchSize:             inf.opts.BatchSize,
+		// The real clock times the wait, as it measured the commits:
+		// InformerOptions.Clock schedules resyncs and backoff, and a
+		// fake one standing still must not hold events back.
+		Coalesce: inf.commitTime.window,
 	})
 	// Only the WATCH from the stored RV syncs a warm start: one after a
 	// relist (410, RV ahead) is established before the queue has applied the

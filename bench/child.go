@@ -103,6 +103,8 @@ type Spec struct {
 	// is near the peak), heap-steady.pprof and, after a relist,
 	// heap-relist.pprof. Profiling perturbs the timings a little.
 	ProfileDir string `json:"profileDir,omitempty"`
+	// Churn drives the churn scenario (churnchild.go).
+	Churn *ChurnSpec `json:"churn,omitempty"`
 }
 
 // Result is what a child measured. Bytes are bytes, times seconds.
@@ -156,6 +158,7 @@ type Result struct {
 
 	Ingest *IngestResult `json:"ingest,omitempty"`
 	Reads  []ReadResult  `json:"reads,omitempty"`
+	Churn  *ChurnResult  `json:"churn,omitempty"`
 }
 
 // ChildSpecFromEnv returns the Spec the driver passed, if this process is a child.
@@ -207,6 +210,8 @@ func RunChild(ctx context.Context, spec Spec) (Result, error) {
 		return runSync(ctx, spec)
 	case ScenarioReads:
 		return runReads(ctx, spec)
+	case ScenarioChurn:
+		return runChurn(ctx, spec)
 	}
 	return Result{}, fmt.Errorf("unknown scenario %q", spec.Scenario)
 }

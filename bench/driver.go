@@ -73,6 +73,8 @@ type Config struct {
 	// the schema before this build's, migrated by Open, against a cold
 	// start; 0 skips it.
 	UpgradeN int
+	// Churn is scenario 12 (churn.go): handler latency and CPU under churn.
+	Churn ChurnConfig
 
 	// Out receives results.csv, results.json, chart.svg, table.md and the
 	// children's logs.
@@ -91,7 +93,7 @@ type Config struct {
 	// directory named after the child (see Spec.ProfileDir).
 	ProfileDir string
 	// Only, when not empty, runs only these parts: sync, ingest, reads,
-	// container, real, cachectl, upgrade.
+	// container, real, cachectl, upgrade, churn.
 	Only []string
 	// Progress receives one line per step (default: nowhere).
 	Progress io.Writer
@@ -247,6 +249,11 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 	if cfg.UpgradeN > 0 && cfg.runs("upgrade") {
 		if err := d.runUpgrade(ctx, cfg.UpgradeN); err != nil {
 			return d.res, fmt.Errorf("upgrade, N=%d: %w", cfg.UpgradeN, err)
+		}
+	}
+	if (cfg.Churn.N > 0 || cfg.Churn.RealN > 0) && cfg.runs("churn") {
+		if err := d.runChurn(ctx); err != nil {
+			return d.res, fmt.Errorf("churn, N=%d: %w", cfg.Churn.N, err)
 		}
 	}
 	if cfg.CachectlN > 0 && cfg.runs("cachectl") {

@@ -88,6 +88,8 @@ type fakeEvent struct {
 	idx int32
 	rv  int64
 	pb  []byte
+	// stamp: pb holds sentPlaceholder, replaced as the event is written (churn.go).
+	stamp bool
 }
 
 type fakeWatcher struct{ expired bool }
@@ -508,7 +510,7 @@ func (s *FakeAPIServer) serveWatch(ctx context.Context, w countingWriter, rvPara
 			if ns != "" && s.objs[ev.idx].ns != ns {
 				continue
 			}
-			if buf, err = enc.pod(buf, ev.typ, ev.pb); err != nil || !flush(false) {
+			if buf, err = enc.event(buf, ev); err != nil || !flush(false) {
 				return
 			}
 		}

@@ -414,6 +414,9 @@ func Rows(res *Results) []Row {
 	for _, r := range upgradeRows(res) {
 		add(r)
 	}
+	for _, r := range churnRows(res) {
+		add(r)
+	}
 	return rows
 }
 
@@ -602,7 +605,7 @@ func sortedNs(res *Results) []int {
 		parts := strings.Split(name, "/")
 		if len(parts) >= 3 && parts[1] == "fake" {
 			// The read and upgrade scenarios run at N of their own.
-			if n, err := strconv.Atoi(parts[2]); err == nil && parts[0] != "reads" && !strings.HasPrefix(parts[0], "upgrade") {
+			if n, err := strconv.Atoi(parts[2]); err == nil && parts[0] != "reads" && !strings.HasPrefix(parts[0], "upgrade") && !strings.HasPrefix(parts[0], "churn") {
 				seen[n] = true
 			}
 		}

@@ -3,9 +3,11 @@ package deltafifo
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // DefaultBatchSize is the most Deltas PopBatch hands over at once unless
@@ -82,6 +84,15 @@ type QueueOptions struct {
 	// BatchSize is the most Deltas one PopBatch hands over; DefaultBatchSize
 	// if zero. A boltinformer extension: client-go's size is fixed.
 	BatchSize int
+
+	// Coalesce, if set, is how long PopItems lets a lone watch event wait
+	// for the ones that follow it, when the event before it came less than
+	// that earlier (group commit: a consumer that commits each batch gives
+	// the time a commit takes, so events arriving within a commit of each
+	// other share one). Clock times the wait (the real clock if nil). A
+	// boltinformer extension.
+	Coalesce func() time.Duration
+	Clock    clock.Clock
 }
 
 // Queue is the in-order queue of Deltas, with the observable behaviour of
@@ -109,6 +120,8 @@ type Queue struct {
 	emitBookmarks         bool
 	identifier            cache.InformerNameAndResource
 	metrics               queueMetrics
+	coalesce              func() time.Duration
+	clock                 clock.Clock
 
 	// lock protects every field below it. notEmpty and spaceFreed use it as
 	// their locker. It is held while KnownObjects and the transformer are
@@ -142,6 +155,10 @@ type Queue struct {
 	// processing is set while the consumer processes with the queue
 	// unlocked (UnlockWhileProcessing).
 	processing bool
+
+	// lastEventAt and prevEventAt are when the last two watch events were
+	// queued (Coalesce).
+	lastEventAt, prevEventAt time.Time
 
 	// eventLimit, when positive, is how many Deltas may be queued before a
 	// watch event waits, whether or not the consumer processes
@@ -205,6 +222,11 @@ func NewQueue(opts QueueOptions) *Queue {
 		emitBookmarks:         opts.EmitDeltaTypeBookmark,
 		identifier:            opts.Identifier,
 		metrics:               newQueueMetrics(opts.Identifier, opts.MetricsProvider),
+		coalesce:              opts.Coalesce,
+		clock:                 opts.Clock,
+	}
+	if q.clock == nil {
+		q.clock = clock.RealClock{}
 	}
 	if opts.Logger != nil {
 		q.logger = *opts.Logger
@@ -265,6 +287,9 @@ func (q *Queue) event(t cache.DeltaType, obj interface{}, encoded []byte) error 
 		q.spaceFreed.Wait()
 	}
 	q.synced.eventLocked()
+	if q.coalesce != nil {
+		q.prevEventAt, q.lastEventAt = q.lastEventAt, q.clock.Now()
+	}
 	return q.appendLocked(t, obj, encoded, false)
 }
 

@@ -95,13 +95,15 @@ func (q *Queue) PopBatch(processBatch cache.ProcessBatchFunc, processSingle cach
 // PopItems is PopBatch for a consumer of Items: it removes the Deltas
 // PopBatch would and calls process with them and their encodings, whether
 // they are one or many. The encodings count towards the queue's bound
-// until process returns. It is a boltinformer extension.
+// until process returns. With QueueOptions.Coalesce, a lone watch event may
+// first wait for the ones that follow it. It is a boltinformer extension.
 func (q *Queue) PopItems(process func(items []Item, isInInitialList bool) error) error {
 	q.lock.Lock()
 	defer q.lock.Unlock()
 	if err := q.waitNotEmptyLocked(); err != nil {
 		return err
 	}
+	q.coalesceLocked()
 
 	isInInitialList := !q.synced.hasSyncedLocked()
 	n := q.batchLenLocked()

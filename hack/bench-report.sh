@@ -8,6 +8,7 @@
 #   BENCH_CONTAINER_N=0 hack/bench-report.sh   # no memory cgroups (the container scenario needs root)
 #   BENCH_CACHECTL_N=0 hack/bench-report.sh    # no cachectl on a 300k-Pod file (scenario 10)
 #   BENCH_UPGRADE_N=0 hack/bench-report.sh     # no upgrade of a 150k-Pod file (scenario 11)
+#   BENCH_CHURN_N=0 hack/bench-report.sh       # no churn (scenario 12)
 #   hack/bench-report.sh -only sync,container -profile bench/out/prof
 #
 # The kube-apiserver part needs bin/etcd and bin/kube-apiserver (make e2e-deps).
@@ -18,5 +19,7 @@ mkdir -p bench/out
 bin="$(mktemp -d)"
 trap 'rm -rf "${bin}"' EXIT
 go build -o "${bin}/benchreport" ./bench/cmd/benchreport
+# The churn's slow disk sleeps at a failpoint: only a build with them has it.
+go build -tags failpoints -o "${bin}/benchreport-failpoints" ./bench/cmd/benchreport
 go build -o "${bin}/cachectl" ./cmd/cachectl
-"${bin}/benchreport" -out bench/out -cachectl "${bin}/cachectl" "$@" 2> >(grep --line-buffered -v '^[IW][0-9]\{4\} ' >&2)
+"${bin}/benchreport" -out bench/out -cachectl "${bin}/cachectl" -churn-slow-exe "${bin}/benchreport-failpoints" "$@" 2> >(grep --line-buffered -v '^[IW][0-9]\{4\} ' >&2)

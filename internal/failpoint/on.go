@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Enabled reports whether this build has failpoints compiled in.
@@ -19,10 +20,13 @@ var (
 	nth    int64
 	mu     sync.Mutex
 	hits   int64
+
+	sleepAt  string
+	sleepFor time.Duration
 )
 
 // Inject kills the process with SIGKILL when Env names this failpoint
-// (at its Nth hit for NAME@N).
+// (at its Nth hit for NAME@N), and sleeps when SleepEnv names it.
 func Inject(name string) {
 	parse.Do(func() {
 		v := os.Getenv(Env)
@@ -32,7 +36,15 @@ func Inject(name string) {
 				target, nth = v[:i], n
 			}
 		}
+		if at, d, ok := strings.Cut(os.Getenv(SleepEnv), "="); ok {
+			if dur, err := time.ParseDuration(d); err == nil && dur > 0 {
+				sleepAt, sleepFor = at, dur
+			}
+		}
 	})
+	if sleepAt != "" && name == sleepAt {
+		time.Sleep(sleepFor)
+	}
 	if target == "" || name != target {
 		return
 	}

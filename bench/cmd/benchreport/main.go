@@ -50,7 +50,14 @@ func main() {
 	flag.DurationVar(&cfg.StormTimeout, "storm-timeout", bench.DefaultStormTimeout, "a storm agent that has not synced by then counts as failed")
 	flag.BoolVar(&cfg.JSON, "json", false, "clients ask for JSON instead of protobuf")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "write each child's CPU and heap profiles under this directory")
-	only := flag.String("only", "", "run only these parts, comma-separated: sync, ingest, reads, container, real, cachectl, upgrade")
+	flag.IntVar(&cfg.Churn.N, "churn-n", envInt("BENCH_CHURN_N", 10000), "Pods of the churn scenario (12), 0 to skip it ($BENCH_CHURN_N)")
+	churnRates := flag.String("churn-rates", "100,1000,5000", "the churn's steady rates, events a second, comma-separated")
+	flag.IntVar(&cfg.Churn.Burst, "churn-burst", 20000, "events of the churn's burst")
+	flag.IntVar(&cfg.Churn.RealN, "churn-real-n", envInt("BENCH_CHURN_REAL_N", 2000), "Pods of the churn against kube-apiserver (updated at 100, 200 and 400/s, then 5,000 at once), 0 to skip it ($BENCH_CHURN_REAL_N)")
+	flag.DurationVar(&cfg.Churn.Seconds, "churn-seconds", 30*time.Second, "length of each steady churn rate")
+	flag.DurationVar(&cfg.Churn.FsyncDelay, "churn-fsync-delay", 5*time.Millisecond, "the churn again with each commit slowed by this (a slow disk), 0 to skip it")
+	flag.StringVar(&cfg.Churn.SlowExe, "churn-slow-exe", "", "a benchreport built with -tags failpoints, for the slow-disk churn (hack/bench-report.sh builds one)")
+	only := flag.String("only", "", "run only these parts, comma-separated: sync, ingest, reads, container, real, cachectl, upgrade, churn")
 	serve := flag.Int("serve", 0, "only serve a fake apiserver with this many Pods until interrupted")
 	flag.Parse()
 
@@ -75,6 +82,16 @@ func main() {
 			fail(fmt.Errorf("bad -n %q", f))
 		}
 		cfg.Ns = append(cfg.Ns, n)
+	}
+	for _, f := range strings.Split(*churnRates, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		r, err := strconv.Atoi(f)
+		if err != nil || r <= 0 {
+			fail(fmt.Errorf("bad -churn-rates %q", f))
+		}
+		cfg.Churn.Rates = append(cfg.Churn.Rates, r)
 	}
 	for _, p := range strings.Split(*only, ",") {
 		if p = strings.TrimSpace(p); p != "" {
