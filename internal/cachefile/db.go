@@ -422,6 +422,10 @@ func SchemaVersion(tx *bolt.Tx) (version uint64, initialised bool, err error) {
 		empty := true
 		err = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 			empty = false
+			if b == nil {
+				// A key, not a bucket, at the top level (bbolt passes nil).
+				return fmt.Errorf("%w: top-level key %q is not a bucket and there is no meta bucket", ErrNotCacheFile, name)
+			}
 			if b.Bucket([]byte("objects")) == nil || b.Bucket([]byte("index")) == nil {
 				return fmt.Errorf("%w: bucket %q is not a boltinformer store and there is no meta bucket", ErrNotCacheFile, name)
 			}
