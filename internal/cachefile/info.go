@@ -98,6 +98,12 @@ func InfoTx(tx *bolt.Tx) (FileInfo, error) {
 // Indexes has each index's name with a count of -1.
 func StoreStateTx(b *Buckets) (StoreInfo, error) { return storeInfo(b, false) }
 
+// countReleaseEvery is how many distinct index values storeInfo counts
+// between two releases of the file's mapped pages (ReleaseMappedTx): each
+// value's seek maps a page, and the kernel's fault-around its neighbours,
+// into the reader's RSS, which an index of many values would fill.
+const countReleaseEvery = 16
+
 func storeInfo(b *Buckets, countValues bool) (StoreInfo, error) {
 	si := StoreInfo{Name: b.Name, Indexes: map[string]int{}, IndexVersions: map[string]string{}}
 	var err error
@@ -126,7 +132,14 @@ func storeInfo(b *Buckets, countValues bool) (StoreInfo, error) {
 			return nil
 		}
 		n = 0
-		if err := CountValuesTx(b.Idx.Bucket(iname), func(string) error { n++; return nil }); err != nil {
+		tx := b.Idx.Tx()
+		count := func(string) error {
+			if n++; n%countReleaseEvery == 0 {
+				return ReleaseMappedTx(tx)
+			}
+			return nil
+		}
+		if err := CountValuesTx(b.Idx.Bucket(iname), count); err != nil {
 			return fmt.Errorf("store %s index %q: %w", b.Name, iname, err)
 		}
 		si.Indexes[string(iname)] = n
