@@ -208,6 +208,10 @@ func TestDamagedPageIsAnErrorNeverACrash(t *testing.T) {
 		{"info", "--db", path},
 		{"info", "--pages", "--db", path},
 		{"get", "pods", "-A", "--db", path},
+		// Point reads validate the pages on their way: the first Pod's
+		// key is in the damaged leaf.
+		{"get", "pod", "pod-00000", "-n", "ns-0", "--db", path},
+		{"get", "pod", "pod-00000", "-n", "ns-0", "-o", "yaml", "--db", path},
 		{"snapshot", "save", filepath.Join(dir, "backup.snap"), "--db", path},
 		{"compact", "--db", path},
 	} {

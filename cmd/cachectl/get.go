@@ -244,6 +244,17 @@ func (o *getOptions) complete(cmd *cobra.Command, args []string) error {
 
 func (o *getOptions) watching() bool { return o.watch || o.watchOnly }
 
+// byName reports whether every request names its objects: the reads are
+// point reads, by key.
+func (o *getOptions) byName() bool {
+	for _, req := range o.requests {
+		if len(req.names) == 0 {
+			return false
+		}
+	}
+	return len(o.requests) > 0 && !o.watching()
+}
+
 // isTypeName tells TYPE/NAME from group/version/resource and version/resource.
 func isTypeName(arg string) bool {
 	parts := strings.Split(arg, "/")
@@ -264,7 +275,11 @@ type fetched struct {
 func (f *fetched) len() int { return len(f.items) + len(f.objects) }
 
 func (o *getOptions) run(ctx context.Context, e *env) error {
-	r, info, err := o.source.openInfo(ctx)
+	open := o.source.openInfo
+	if o.byName() {
+		open = o.source.openBriefInfo
+	}
+	r, info, err := open(ctx)
 	if err != nil {
 		return err
 	}

@@ -84,13 +84,38 @@ func (o *sourceOptions) openInfo(ctx context.Context) (admin.Reader, *admin.Info
 	return r, info, nil
 }
 
+// openBriefInfo is openInfo for a command that reads a few objects by
+// name: a --db file is validated page by page as the reads reach them,
+// not whole, and the info read is admin.Local.BriefInfo (no index counts
+// or namespaces). A read that walks a store still validates the whole
+// file first.
+func (o *sourceOptions) openBriefInfo(ctx context.Context) (admin.Reader, *admin.Info, error) {
+	if o.socket != "" {
+		return o.openInfo(ctx)
+	}
+	l, err := o.openFileWith(cachefile.Options{LockTimeout: o.timeout, ValidateLazily: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	info, err := l.BriefInfo(ctx)
+	if err != nil {
+		l.Close()
+		return nil, nil, err
+	}
+	return l, info, nil
+}
+
 // openFile opens the file read-only for commands that need the DB itself.
 func (o *sourceOptions) openFile() (*admin.Local, error) {
+	return o.openFileWith(cachefile.Options{LockTimeout: o.timeout})
+}
+
+func (o *sourceOptions) openFileWith(opts cachefile.Options) (*admin.Local, error) {
 	keys, err := o.keys()
 	if err != nil {
 		return nil, err
 	}
-	l, err := admin.OpenFile(o.db, cachefile.Options{LockTimeout: o.timeout})
+	l, err := admin.OpenFile(o.db, opts)
 	if err != nil {
 		return nil, o.openError(err)
 	}

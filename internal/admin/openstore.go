@@ -53,7 +53,7 @@ func (l *Local) storeMeta(ctx context.Context, name string) (storeMeta, error) {
 	if err := ctx.Err(); err != nil {
 		return m, err
 	}
-	err := l.db.View(func(tx *bolt.Tx) error {
+	err := l.db.ViewLookups(cachefile.StoreLookups(name), func(tx *bolt.Tx) error {
 		b, err := cachefile.StoreTx(tx, name)
 		if errors.Is(err, cachefile.ErrNoStore) {
 			return fmt.Errorf("%w: %q in %s", ErrStoreNotFound, name, l.db.Path())
@@ -155,7 +155,7 @@ func probeStore(db *cachefile.DB, si storeMeta, indexers cache.Indexers, keys *e
 // none), reading one page of the file.
 func firstKey(db *cachefile.DB, name string) (string, error) {
 	var first string
-	err := db.View(func(tx *bolt.Tx) error {
+	err := db.ViewLookups([]cachefile.Lookup{cachefile.FirstObjectLookup(name)}, func(tx *bolt.Tx) error {
 		b, err := cachefile.ObjectsTx(tx, []byte(name))
 		if err != nil {
 			return err

@@ -148,7 +148,7 @@ func (s *Store) seen(rv string) {
 // pipeline resumes from.
 func (s *Store) ResourceVersion() (string, error) {
 	var rv string
-	err := s.view(func(b *cachefile.Buckets) error {
+	err := s.viewState(func(b *cachefile.Buckets) error {
 		rv = string(b.State.Get(cachefile.StateRV))
 		return nil
 	})
@@ -174,7 +174,7 @@ func (s *Store) GetByKey(key string) (interface{}, bool, error) {
 	var plainLen int
 	var txid int
 	var hit bool
-	err := s.viewObjects(func(objects *bolt.Bucket) error {
+	err := s.viewObjects(key, func(objects *bolt.Bucket) error {
 		txid = objects.Tx().ID()
 		if s.hot != nil {
 			if obj, hit = s.hot.get(key, txid); hit {

@@ -38,11 +38,34 @@ func (s *Store) view(fn func(b *cachefile.Buckets) error) error {
 	})
 }
 
-// viewObjects runs fn on the store's objects bucket in a read transaction,
-// opening no other bucket (reads by key). A store that does not exist in
-// the file reads as empty.
-func (s *Store) viewObjects(fn func(objects *bolt.Bucket) error) error {
-	return s.db.View(func(tx *bolt.Tx) error {
+// viewState is view for a read of the store's state and index names
+// only: on a lazily validated file it validates just those pages.
+func (s *Store) viewState(fn func(b *cachefile.Buckets) error) error {
+	if !s.db.ValidatesLazily() {
+		return s.view(fn)
+	}
+	return s.db.ViewLookups(cachefile.StoreLookups(string(s.name)), func(tx *bolt.Tx) error {
+		b, err := cachefile.StoreTx(tx, string(s.name))
+		if errors.Is(err, cachefile.ErrNoStore) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		return fn(b)
+	})
+}
+
+// viewObjects runs fn, which reads the record of key, on the store's
+// objects bucket in a read transaction, opening no other bucket. A store
+// that does not exist in the file reads as empty.
+func (s *Store) viewObjects(key string, fn func(objects *bolt.Bucket) error) error {
+	view := s.db.View
+	if s.db.ValidatesLazily() {
+		lookups := []cachefile.Lookup{cachefile.ObjectLookup(string(s.name), []byte(key))}
+		view = func(fn func(tx *bolt.Tx) error) error { return s.db.ViewLookups(lookups, fn) }
+	}
+	return view(func(tx *bolt.Tx) error {
 		objects, err := cachefile.ObjectsTx(tx, s.name)
 		if errors.Is(err, cachefile.ErrNoStore) {
 			return nil

@@ -168,7 +168,7 @@ func New(db *cachefile.DB, name string, opts StoreOptions) (*Store, error) {
 // caller did not register (cachectl knows index names, not functions).
 // Index(obj), which needs the function, then fails with ErrIndexFunc.
 func (s *Store) adoptStoredIndexes() error {
-	return s.view(func(b *cachefile.Buckets) error {
+	return s.viewState(func(b *cachefile.Buckets) error {
 		return b.Idx.ForEachBucket(func(name []byte) error {
 			n := string(name)
 			if _, ok := s.indexers[n]; !ok {

@@ -50,12 +50,22 @@ type Options struct {
 	// Logger receives what Open does on its own (discarding a file left
 	// unsynced); klog.Background() if zero.
 	Logger logr.Logger
+	// ValidateLazily (ReadOnly only) validates pages as reads reach them
+	// rather than all of them at open: ViewLookups checks the pages of its
+	// lookups, and the first View validates the whole file. A point read
+	// of a large file (cachectl get NAME) then reads a few pages. A
+	// damaged page is still an error before bbolt reads it, but Open no
+	// longer reports it: the read that reaches it does.
+	ValidateLazily bool
 }
 
 // DB is one cache file. It holds many stores and owns the commit loop that
 // merges every store's writes into shared bbolt transactions.
 type DB struct {
 	bolt *bolt.DB
+	// lazy validates pages as reads reach them (Options.ValidateLazily);
+	// nil when Open validated every page.
+	lazy *lazyPages
 	path string
 	// file is the file path names, symbolic links followed: its marker
 	// (unsynced.go) sits beside it.
@@ -114,12 +124,13 @@ func Open(path string, opts Options) (*DB, error) {
 			return nil, err
 		}
 	}
-	b, err := OpenBolt(path, BoltOptions{
+	b, lazy, err := openBolt(path, BoltOptions{
 		LockTimeout:     opts.LockTimeout,
 		ReadOnly:        opts.ReadOnly,
 		NoSync:          opts.NoSync || unsynced,
 		InitialMmapSize: opts.InitialMmapSize,
 		markerChecked:   !opts.ReadOnly,
+		lazy:            opts.ReadOnly && opts.ValidateLazily,
 	})
 	if err != nil {
 		// The marker stays: the file may be another writer's that is being
@@ -129,6 +140,7 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	db := &DB{
 		bolt:     b,
+		lazy:     lazy,
 		path:     path,
 		file:     file,
 		opts:     opts,
@@ -190,6 +202,9 @@ type BoltOptions struct {
 	// markerChecked: Open dealt with the marker of an unsynced build
 	// already; otherwise a file with a marker is refused (ErrNotDurable).
 	markerChecked bool
+	// lazy (ReadOnly only): validate the meta pages only, and return the
+	// lazyPages that validate the others as reads reach them.
+	lazy bool
 }
 
 // OpenBolt validates the file at path and opens it with bbolt and the
@@ -205,21 +220,30 @@ type BoltOptions struct {
 // another process is reported as ErrLocked, never as damaged, and no
 // writer changes it between the validation and bbolt's open.
 func OpenBolt(path string, opts BoltOptions) (*bolt.DB, error) {
+	opts.lazy = false
+	b, _, err := openBolt(path, opts)
+	return b, err
+}
+
+// openBolt is OpenBolt, and with opts.lazy it validates the meta pages
+// only and returns what validates the others.
+func openBolt(path string, opts BoltOptions) (*bolt.DB, *lazyPages, error) {
 	if opts.LockTimeout <= 0 {
 		opts.LockTimeout = DefaultLockTimeout
 	}
 	fi, err := os.Stat(path)
 	switch {
 	case err != nil && !(errors.Is(err, fs.ErrNotExist) && !opts.ReadOnly && !opts.MustExist):
-		return nil, fmt.Errorf("open cache file %s: %w", path, err)
+		return nil, nil, fmt.Errorf("open cache file %s: %w", path, err)
 	case err == nil && !fi.Mode().IsRegular():
-		return nil, fmt.Errorf("open %s: %w: not a regular file", path, ErrNotCacheFile)
+		return nil, nil, fmt.Errorf("open %s: %w: not a regular file", path, ErrNotCacheFile)
 	case err == nil && fi.Size() == 0 && opts.ReadOnly:
-		return nil, fmt.Errorf("open %s: %w: the file is empty", path, ErrNotCacheFile)
+		return nil, nil, fmt.Errorf("open %s: %w: the file is empty", path, ErrNotCacheFile)
 	}
 	// openErr is the error of openValidated, returned as it is rather than
 	// wrapped by bbolt's open.
 	var openErr error
+	var lazy *lazyPages
 	openValidated := func(name string, flag int, perm os.FileMode) (*os.File, error) {
 		f, err := os.OpenFile(name, flag, perm)
 		if err != nil {
@@ -230,10 +254,29 @@ func OpenBolt(path string, opts BoltOptions) (*bolt.DB, error) {
 			openErr = err
 			return nil, err
 		}
-		if _, err := validateFile(f, path, ValidatePages); err != nil {
+		mode := ValidatePages
+		if opts.lazy && opts.ReadOnly {
+			mode = ValidateMeta
+		}
+		if _, err := validateFile(f, path, mode); err != nil {
 			_ = f.Close()
 			openErr = err
 			return nil, err
+		}
+		if mode == ValidateMeta {
+			// bbolt keeps f open, and its shared lock, until Close.
+			fi, err := f.Stat()
+			if err == nil {
+				var m boltMeta
+				if m, err = readMeta(f, fi.Size()); err == nil {
+					lazy = &lazyPages{f: f, path: path, meta: m}
+				}
+			}
+			if err != nil {
+				_ = f.Close()
+				openErr = fmt.Errorf("%s: %w", path, err)
+				return nil, openErr
+			}
 		}
 		return f, nil
 	}
@@ -249,10 +292,10 @@ func OpenBolt(path string, opts BoltOptions) (*bolt.DB, error) {
 		OpenFile:        openValidated,
 	})
 	if openErr != nil {
-		return nil, openErr
+		return nil, nil, openErr
 	}
 	if err != nil {
-		return nil, classifyOpenError(path, opts.LockTimeout, err)
+		return nil, nil, classifyOpenError(path, opts.LockTimeout, err)
 	}
 	if !opts.markerChecked {
 		// Under bbolt's lock, so a writer building the file is not running.
@@ -266,11 +309,11 @@ func OpenBolt(path string, opts BoltOptions) (*bolt.DB, error) {
 		}
 		if err != nil {
 			_ = b.Close()
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	b.AllocSize = AllocSize
-	return b, nil
+	return b, lazy, nil
 }
 
 func classifyOpenError(path string, timeout time.Duration, err error) error {
@@ -294,14 +337,26 @@ func (db *DB) checkSchema() (created bool, err error) {
 	var version uint64
 	var initialised bool
 	var compat Compat
-	err = db.view(func(tx *bolt.Tx) error {
+	read := func(tx *bolt.Tx) error {
 		var err error
 		if version, initialised, err = SchemaVersion(tx); err != nil || version == 0 {
 			return err
 		}
 		compat, err = ReadCompat(tx.Bucket(MetaBucket))
 		return err
+	}
+	// A file without a meta bucket makes SchemaVersion read every
+	// top-level bucket: the lookups of the meta bucket do not cover that.
+	var hasMeta bool
+	err = db.ViewLookups(fileLookups, func(tx *bolt.Tx) error {
+		if hasMeta = tx.Bucket(MetaBucket) != nil; hasMeta {
+			return read(tx)
+		}
+		return nil
 	})
+	if err == nil && !hasMeta {
+		err = db.View(read)
+	}
 	if err != nil {
 		return false, fmt.Errorf("open %s: %w", db.path, err)
 	}
@@ -367,6 +422,10 @@ func SchemaVersion(tx *bolt.Tx) (version uint64, initialised bool, err error) {
 		empty := true
 		err = tx.ForEach(func(name []byte, b *bolt.Bucket) error {
 			empty = false
+			if b == nil {
+				// A key, not a bucket, at the top level (bbolt passes nil).
+				return fmt.Errorf("%w: top-level key %q is not a bucket and there is no meta bucket", ErrNotCacheFile, name)
+			}
 			if b.Bucket([]byte("objects")) == nil || b.Bucket([]byte("index")) == nil {
 				return fmt.Errorf("%w: bucket %q is not a boltinformer store and there is no meta bucket", ErrNotCacheFile, name)
 			}
@@ -418,6 +477,34 @@ func (db *DB) View(fn func(tx *bolt.Tx) error) error {
 	case <-db.closed:
 		return ErrClosed
 	default:
+	}
+	if db.lazy != nil {
+		if err := db.lazy.validateWhole(); err != nil {
+			return err
+		}
+	}
+	return db.view(fn)
+}
+
+// ValidatesLazily reports whether reads of the DB must name what they
+// read (ViewLookups) to avoid validating the whole file: it was opened
+// with ValidateLazily, and no View has validated the whole file yet.
+func (db *DB) ValidatesLazily() bool { return db.lazy != nil && !db.lazy.validated() }
+
+// ViewLookups is View for a read that reads only what lookups name: on a
+// file opened with ValidateLazily it validates the pages those lookups
+// reach, not the whole file (View's first call does that). fn must read
+// nothing else: a page it reaches beyond them was not validated.
+func (db *DB) ViewLookups(lookups []Lookup, fn func(tx *bolt.Tx) error) error {
+	select {
+	case <-db.closed:
+		return ErrClosed
+	default:
+	}
+	if db.lazy != nil {
+		if err := db.lazy.check(lookups); err != nil {
+			return err
+		}
 	}
 	return db.view(fn)
 }

@@ -30,9 +30,10 @@ var flipPatterns = []byte{0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0xff}
 // TestRandomByteFlipsNeverFault damages a small cache file one flip at a
 // time and opens, reads and checks each copy every way a process does:
 // whatever the flip hit, the answer is data or an error, never a fault or
-// a panic inside bbolt. It flips random bytes of the whole file, and every
-// byte of the headers of a leaf page and of the branch page above it in a
-// store's objects bucket with each of flipPatterns. The copies are opened
+// a panic inside bbolt, opened whole or lazily (readLazily). It flips
+// random bytes of the whole file, and every byte of the headers of a leaf
+// page and of the branch page above it in a store's objects bucket, and
+// of the pages above those on a lookup's path, with each of flipPatterns. The copies are opened
 // in child processes, one per byte, so that a fault (bbolt walks pages in
 // goroutines no caller can recover) fails that case instead of the test
 // binary.
@@ -59,24 +60,39 @@ func TestRandomByteFlipsNeverFault(t *testing.T) {
 			}
 		}
 	})
-	for _, pg := range []struct {
-		name string
-		id   uint64
-	}{{"objects leaf", leaf}, {"objects branch", branch}} {
+	pages := []struct {
+		name     string
+		id       uint64
+		patterns []byte
+	}{{"objects leaf", leaf, flipPatterns}, {"objects branch", branch, flipPatterns}}
+	// The pages above them on every lookup's path: the root bucket's and
+	// the stores bucket's (when they are pages of their own, not inline),
+	// each byte flipped fewer ways.
+	for _, pg := range upperPages(t, src) {
+		pages = append(pages, struct {
+			name     string
+			id       uint64
+			patterns []byte
+		}{pg.name, pg.id, []byte{0x01, 0x80, 0xff}})
+	}
+	for _, pg := range pages {
 		t.Run(strings.ReplaceAll(pg.name, " ", "-"), func(t *testing.T) {
 			page := data[pg.id*PageSize : (pg.id+1)*PageSize]
 			n := pageHeaderSize + int(binary.LittleEndian.Uint16(page[10:]))*elementSize
-			for i := 0; i < n; i++ {
-				off := int(pg.id)*PageSize + i
+			// One child per header (the page's, then each element's): a
+			// fault ends that header's remaining flips only.
+			for h := 0; h < n; h += elementSize {
 				var flips [][2]int
-				for _, x := range flipPatterns {
-					flips = append(flips, [2]int{off, int(x)})
+				for i := h; i < h+elementSize; i++ {
+					for _, x := range pg.patterns {
+						flips = append(flips, [2]int{int(pg.id)*PageSize + i, int(x)})
+					}
 				}
 				if f := runFlips(t, src, flips); f != "" {
-					t.Errorf("%s %d, header byte %d (%s): %s", pg.name, pg.id, i, headerField(page, i), f)
+					t.Errorf("%s %d, header bytes %d-%d (%s…): %s", pg.name, pg.id, h, h+elementSize-1, headerField(page, h), f)
 				}
 			}
-			t.Logf("%s %d: %d header bytes flipped %d ways each", pg.name, pg.id, n, len(flipPatterns))
+			t.Logf("%s %d: %d header bytes flipped %d ways each", pg.name, pg.id, n, len(pg.patterns))
 		})
 	}
 	t.Logf("took %s", time.Since(start).Round(time.Millisecond))
@@ -107,6 +123,44 @@ func objectsPages(t *testing.T, path string, data []byte) (branch, leaf uint64) 
 		t.Fatalf("the objects bucket's first child, page %d, has type %#x, not a leaf", leaf, flags)
 	}
 	return branch, leaf
+}
+
+// upperPages returns the root pages of the file's root bucket, of its
+// stores bucket and of store Pod.v1's bucket that are pages of their own.
+func upperPages(t *testing.T, path string) []struct {
+	name string
+	id   uint64
+} {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var out []struct {
+		name string
+		id   uint64
+	}
+	err = db.View(func(tx *bolt.Tx) error {
+		stores := tx.Bucket(StoresBucket)
+		for _, b := range []struct {
+			name string
+			id   uint64
+		}{
+			{"root", uint64(tx.Cursor().Bucket().Root())},
+			{"stores", uint64(stores.Root())},
+			{"store Pod.v1", uint64(stores.Bucket([]byte("Pod.v1")).Root())},
+		} {
+			if b.id != 0 {
+				out = append(out, b)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // headerField names the field of a page's header or element headers that
@@ -225,10 +279,73 @@ func openEveryWay(path string) string {
 		}
 		note(db.Close())
 	}
+	texts = append(texts, readLazily(path)...)
 	for _, s := range texts {
 		if strings.Contains(s, "panic") || strings.Contains(s, "runtime error") || strings.Contains(s, "assertion failed") {
 			return s
 		}
 	}
 	return ""
+}
+
+// readLazily opens the file at path read-only with ValidateLazily and
+// reads it as a point read does (cachectl get NAME): the file's meta data,
+// each store's state and index names and first record, and records by key
+// (writeCache's, and keys it does not hold), each through ViewLookups;
+// then a View, which validates the whole file. It returns the errors' texts.
+func readLazily(path string) []string {
+	var texts []string
+	note := func(err error) {
+		if err != nil {
+			texts = append(texts, err.Error())
+		}
+	}
+	db, err := Open(path, Options{ReadOnly: true, ValidateLazily: true, LockTimeout: time.Second})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	defer func() { note(db.Close()) }()
+	for _, store := range []string{"Pod.v1", "ConfigMap.v1", "Missing.v1"} {
+		note(db.ViewLookups(StoreLookups(store), func(tx *bolt.Tx) error {
+			b, err := StoreTx(tx, store)
+			if err != nil {
+				return err
+			}
+			if _, err := StoreStateTx(b); err != nil {
+				return err
+			}
+			return b.Idx.ForEachBucket(func([]byte) error { return nil })
+		}))
+		note(db.ViewLookups([]Lookup{FirstObjectLookup(store)}, func(tx *bolt.Tx) error {
+			b, err := ObjectsTx(tx, []byte(store))
+			if err != nil {
+				return err
+			}
+			k, v := b.Cursor().First()
+			if k != nil {
+				_, err = DecodeRecord(k, v)
+			}
+			return err
+		}))
+		// The first, a middle and the last key, and two it does not hold.
+		for _, i := range []int{-1, 0, 6, 11, 12} {
+			key := []byte(fmt.Sprintf("ns/obj-%05d", i))
+			if i < 0 {
+				key = []byte("a")
+			}
+			note(db.ViewLookups([]Lookup{ObjectLookup(store, key)}, func(tx *bolt.Tx) error {
+				b, err := ObjectsTx(tx, []byte(store))
+				if err != nil {
+					return err
+				}
+				if v := b.Get(key); v != nil {
+					_, err = DecodeRecord(key, v)
+				}
+				return err
+			}))
+		}
+	}
+	_, err = db.Info()
+	note(err)
+	return texts
 }

@@ -83,7 +83,7 @@ func InfoTx(tx *bolt.Tx) (FileInfo, error) {
 		if err != nil {
 			return err
 		}
-		si, err := storeInfo(b)
+		si, err := storeInfo(b, true)
 		if err != nil {
 			return err
 		}
@@ -93,7 +93,18 @@ func InfoTx(tx *bolt.Tx) (FileInfo, error) {
 	return fi, err
 }
 
-func storeInfo(b *Buckets) (StoreInfo, error) {
+// StoreStateTx describes store b from its state alone, as InfoTx does
+// but without counting each index's values (which reads the whole index):
+// Indexes has each index's name with a count of -1.
+func StoreStateTx(b *Buckets) (StoreInfo, error) { return storeInfo(b, false) }
+
+// countReleaseEvery is how many distinct index values storeInfo counts
+// between two releases of the file's mapped pages (ReleaseMappedTx): each
+// value's seek maps a page, and the kernel's fault-around its neighbours,
+// into the reader's RSS, which an index of many values would fill.
+const countReleaseEvery = 16
+
+func storeInfo(b *Buckets, countValues bool) (StoreInfo, error) {
 	si := StoreInfo{Name: b.Name, Indexes: map[string]int{}, IndexVersions: map[string]string{}}
 	var err error
 	if si.Identity, err = ReadIdentityTx(b); err != nil {
@@ -115,8 +126,20 @@ func storeInfo(b *Buckets) (StoreInfo, error) {
 		return si, err
 	}
 	err = b.Idx.ForEachBucket(func(iname []byte) error {
-		n := 0
-		if err := CountValuesTx(b.Idx.Bucket(iname), func(string) error { n++; return nil }); err != nil {
+		n := -1
+		if !countValues {
+			si.Indexes[string(iname)] = n
+			return nil
+		}
+		n = 0
+		tx := b.Idx.Tx()
+		count := func(string) error {
+			if n++; n%countReleaseEvery == 0 {
+				return ReleaseMappedTx(tx)
+			}
+			return nil
+		}
+		if err := CountValuesTx(b.Idx.Bucket(iname), count); err != nil {
 			return fmt.Errorf("store %s index %q: %w", b.Name, iname, err)
 		}
 		si.Indexes[string(iname)] = n

@@ -73,3 +73,62 @@ func TestReleaseMappedDropsTheReadPagesAndKeepsTheData(t *testing.T) {
 	}
 	readAll()
 }
+
+// TestInfoReleasesTheIndexPagesItCounts: Info counts each index's
+// distinct values with a seek per value, and each seek maps a page of the
+// index into this process's RSS; an index of many values must not leave
+// them all there (cachectl info, and cachectl get -A, on a file of a
+// million objects).
+func TestInfoReleasesTheIndexPagesItCounts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "index.db")
+	db, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1,000 values of 80 entries each: every value's entries fill a page
+	// of their own, about 11 MB of index in all.
+	const values, entries = 1000, 80
+	pad := string(bytes.Repeat([]byte("k"), 100))
+	for v := 0; v < values; v += 100 {
+		err := db.Update(&Write{Fn: func(tx *bolt.Tx) error {
+			b, err := CreateStoreTx(tx, "ConfigMap.v1")
+			if err != nil {
+				return err
+			}
+			ib, err := b.Idx.CreateBucketIfNotExists([]byte("label"))
+			if err != nil {
+				return err
+			}
+			ib.FillPercent = 0.9
+			for i := v; i < v+100; i++ {
+				for j := 0; j < entries; j++ {
+					if err := ib.Put(IndexKey(fmt.Sprintf("value-%04d", i), fmt.Sprintf("ns/%s-%04d-%02d", pad, i, j)), nil); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fi, err := db.Info()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fi.Stores[0].Indexes["label"]; got != values {
+		t.Fatalf("Info counts %d values of index label, want %d", got, values)
+	}
+	if rss := testutil.MappedRSS(t, path); rss > 2<<20 {
+		t.Errorf("after Info the mapping holds %d bytes of RSS, want under 2 MiB: the index pages it counted stay mapped", rss)
+	}
+}

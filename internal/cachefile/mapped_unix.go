@@ -17,7 +17,7 @@ import (
 // which holds bbolt's mapping in place (a remap would otherwise move it
 // under the call).
 func (db *DB) ReleaseMapped() error {
-	return db.View(ReleaseMappedTx)
+	return db.ViewLookups(nil, ReleaseMappedTx)
 }
 
 // ReleaseMappedTx is ReleaseMapped inside a transaction the caller holds

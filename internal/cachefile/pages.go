@@ -23,6 +23,10 @@ type pageWalker struct {
 	size int64    // the file's length
 	// onPage, when set, is told every tree page visited (for tests).
 	onPage func(id uint64, flags uint16)
+	// shallow: the walk does not descend into nested buckets that are
+	// not inline (a Lookup's All without Deep); their root ids are
+	// range-checked.
+	shallow bool
 	// bufs holds a page buffer per depth of the walk: a page is needed
 	// until its subtree is walked, and the pages on one path have distinct
 	// depths, so the walk of a file allocates a path's worth of buffers
@@ -250,7 +254,14 @@ func (w *pageWalker) walkPage(p []byte, name pageName, depth int, inline bool, m
 			if len(el.value) < bucketHeaderSize {
 				return nil, fmt.Errorf("%s: element %d: bucket header of %d bytes", name, i, len(el.value))
 			}
-			if err := w.walkBucket(le.Uint64(el.value), el.value[bucketHeaderSize:], depth+1); err != nil {
+			root := le.Uint64(el.value)
+			if w.shallow && root != 0 {
+				if root < 2 || root >= w.meta.pgid {
+					return nil, fmt.Errorf("%s: element %d: bucket root page %d is outside the file's pages 2..%d", name, i, root, w.meta.pgid-1)
+				}
+				continue
+			}
+			if err := w.walkBucket(root, el.value[bucketHeaderSize:], depth+1); err != nil {
 				return nil, err
 			}
 		}
