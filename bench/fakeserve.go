@@ -288,4 +288,3 @@ func (s *FakeAPIServer) serveWatch(ctx context.Context, w countingWriter, res *f
 		}
 	}
 }
-
