@@ -95,7 +95,11 @@ type fakeEvent struct {
 	raw []byte
 }
 
-type fakeWatcher struct{ expired bool }
+// fakeWatcher is one watch being served, of resource res.
+type fakeWatcher struct {
+	res     int32
+	expired bool
+}
 
 type fakeCounters struct {
 	lists, watches, watchLists, bytesSent atomic.Int64

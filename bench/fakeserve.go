@@ -190,7 +190,7 @@ func (s *FakeAPIServer) serveWatch(ctx context.Context, w countingWriter, res *f
 		return werr == nil
 	}
 
-	me := &fakeWatcher{}
+	me := &fakeWatcher{res: res.id}
 	s.mu.Lock()
 	var from int64
 	var snapshot [][]byte

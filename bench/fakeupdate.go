@@ -3,6 +3,7 @@ package bench
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
@@ -144,7 +145,35 @@ func (s *FakeAPIServer) serveUpdate(w http.ResponseWriter, r *http.Request) {
 	writeControl(w, controlReply{RV: strconv.FormatInt(rv, 10), Last: last}, err)
 }
 
+// ExpireWatches ends every watch of the resource named resource with 410
+// Gone, and nothing else: its clients relist, every other resource's keep
+// watching. It writes no event, so it does not wait for a paced Publish.
+func (s *FakeAPIServer) ExpireWatches(resource string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.res {
+		if r.Resource != resource {
+			continue
+		}
+		for w := range s.watchers {
+			if w.res == r.id {
+				w.expired = true
+			}
+		}
+		// The watches wake to see it.
+		close(s.wake)
+		s.wake = make(chan struct{})
+		return nil
+	}
+	return fmt.Errorf("no resource %q", resource)
+}
+
 func (s *FakeAPIServer) serveRelist(w http.ResponseWriter, r *http.Request) {
+	if res := r.URL.Query().Get("resource"); res != "" {
+		err := s.ExpireWatches(res)
+		writeControl(w, controlReply{RV: strconv.FormatInt(s.Stats().RV, 10)}, err)
+		return
+	}
 	change, _ := strconv.Atoi(r.URL.Query().Get("change"))
 	rv, err := s.ExpireAndUpdate(change)
 	writeControl(w, controlReply{RV: strconv.FormatInt(rv, 10)}, err)

@@ -414,6 +414,9 @@ func Rows(res *Results) []Row {
 	for _, r := range upgradeRows(res) {
 		add(r)
 	}
+	for _, r := range manyAndMillionRows(res) {
+		add(r)
+	}
 	return rows
 }
 

@@ -43,6 +43,9 @@ func main() {
 	flag.IntVar(&cfg.ContainerN, "container-n", envInt("BENCH_CONTAINER_N", 50000), "object count of the container scenario (each implementation in a memory cgroup), 0 to skip it ($BENCH_CONTAINER_N)")
 	flag.IntVar(&cfg.CachectlN, "cachectl-n", envInt("BENCH_CACHECTL_N", 300000), "Pods in the file cachectl reads (scenario 10), 0 to skip it ($BENCH_CACHECTL_N)")
 	flag.IntVar(&cfg.UpgradeN, "upgrade-n", envInt("BENCH_UPGRADE_N", 150000), "Pods in the file of the schema before this build's that Open migrates (scenario 11), 0 to skip it ($BENCH_UPGRADE_N)")
+	flag.IntVar(&cfg.MultiN, "multi-n", envInt("BENCH_MULTI_N", 100000), "objects of the 12 types of scenario 12 (many informers on one file) against the fake, 0 to skip it ($BENCH_MULTI_N)")
+	flag.IntVar(&cfg.MultiRealN, "multi-real-n", envInt("BENCH_MULTI_REAL_N", 10000), "objects of scenario 12 against kube-apiserver, 0 to skip it ($BENCH_MULTI_REAL_N)")
+	flag.IntVar(&cfg.MillionN, "million-n", envInt("BENCH_MILLION_N", 1000000), "1 KB ConfigMaps of scenario 13 (a million objects), 0 to skip it ($BENCH_MILLION_N)")
 	flag.StringVar(&cfg.Cachectl, "cachectl", "", "the cachectl binary scenario 10 runs (make bench builds one; without it the scenario is skipped)")
 	flag.DurationVar(&cfg.ContainerTimeout, "container-timeout", 2*time.Minute, "a sync in a memory cgroup that takes longer counts as failing")
 	flag.IntVar(&cfg.StormObjects, "storm-objects", 1000, "Pods each storm agent caches")
@@ -50,7 +53,7 @@ func main() {
 	flag.DurationVar(&cfg.StormTimeout, "storm-timeout", bench.DefaultStormTimeout, "a storm agent that has not synced by then counts as failed")
 	flag.BoolVar(&cfg.JSON, "json", false, "clients ask for JSON instead of protobuf")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "write each child's CPU and heap profiles under this directory")
-	only := flag.String("only", "", "run only these parts, comma-separated: sync, ingest, reads, container, real, cachectl, upgrade")
+	only := flag.String("only", "", "run only these parts, comma-separated: sync, ingest, reads, container, real, cachectl, upgrade, multi, million")
 	serve := flag.Int("serve", 0, "only serve a fake apiserver with this many Pods until interrupted")
 	flag.Parse()
 
