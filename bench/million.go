@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -38,16 +37,26 @@ const clientGoBytesPerConfigMap = 6 << 10
 
 // runMillion runs scenario 13.
 func (d *driver) runMillion(ctx context.Context) error {
-	n := d.cfg.MillionN
+	cycles, err := d.millionRuns(ctx, d.cfg.MillionN)
+	if err != nil {
+		return err
+	}
+	return d.millionFlat(ctx, d.cfg.MillionN, cycles)
+}
+
+// millionRuns runs the scenario's children at n on a fake of its own
+// (closed before the flat-heap runs, which need another) and returns the
+// GC cycles boltinformer's initial list spanned.
+func (d *driver) millionRuns(ctx context.Context, n int) (uint64, error) {
 	d.progress("fake apiserver: encoding %d configmaps (million)", n)
 	srv, err := NewFakeAPIServer(FakeOptions{Resources: []FakeResource{ConfigMapResource(n)}, Namespaces: d.cfg.Namespaces})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer srv.Close()
 	wire, err := srv.WireSizes(max(n/1000, 1))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	d.mu.Lock()
 	d.res.Wire[childName("million", "fake", n)] = wire
@@ -63,42 +72,39 @@ func (d *driver) runMillion(ctx context.Context) error {
 		name := childName("million", "fake", n, ImplClientGo)
 		d.progress("%s", name)
 		if _, err := d.child(ctx, name, multiSpec(ImplClientGo, target, srv.URL(), "", "", rs)); err != nil {
-			return err
+			return 0, err
 		}
 	}
 	name := childName("million", "fake", n, ImplBolt)
 	d.progress("%s", name)
 	bi, err := d.child(ctx, name, multiSpec(ImplBolt, target, srv.URL(), db, "", rs))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer os.Remove(db)
 	// The warm restart, replay off, after 1% changed.
 	warm := filepath.Join(d.work, fmt.Sprintf("million-warm-%d.db", n))
 	if err := copyFile(db, warm); err != nil {
-		return err
+		return 0, err
 	}
 	var upd controlReply
 	if err := control(ctx, srv.URL(), "update", fmt.Sprintf("count=%d", max(n/100, 1)), &upd); err != nil {
-		return err
+		return 0, err
 	}
 	name = childName("million-warm-noreplay", "fake", n, ImplBolt)
 	d.progress("%s", name)
 	if err := d.settle(ctx, name); err != nil {
-		return err
+		return 0, err
 	}
 	spec := multiSpec(ImplBolt, target, srv.URL(), warm, "", rs)
 	spec.SkipMemory, spec.DisableReplay, spec.ExpectAdds, spec.Multi.WaitLast = true, true, 0, upd.Last
 	if err := d.childOnNewFile(ctx, name, spec); err != nil {
-		return err
+		return 0, err
 	}
 	if err := d.millionCachectl(ctx, db, n); err != nil {
-		return err
+		return 0, err
 	}
-	if err := srv.Close(); err != nil && !errors.Is(err, context.Canceled) {
-		return err
-	}
-	return d.millionFlat(ctx, n, bi.GCCyclesSync)
+	return bi.GCCyclesSync, nil
 }
 
 // millionFlat syncs millionFlatN ConfigMaps with boltinformer until its

@@ -33,8 +33,8 @@ const (
 	MultiPeakHeap = 24 << 20
 )
 
-// Defaults of scenario 12's paced events: 10 s at 1,000 a second, the
-// Pods informer made to relist a third of the way through.
+// Scenario 12's paced events: 10 s at 1,000 a second (at most one per
+// object), the Pods informer made to relist a third of the way through.
 const (
 	multiPacedRate     = 1000
 	multiPacedSeconds  = 10
@@ -148,7 +148,7 @@ func (d *driver) runMulti(ctx context.Context) error {
 		d.progress("%s", name)
 		spec := multiSpec(impl, target, srv.URL(), db, keyFile, rs)
 		spec.Multi.IngestEvents = d.cfg.IngestEvents
-		spec.Multi.PacedEvents, spec.Multi.PacedRate, spec.Multi.RelistDuring = multiPacedRate*multiPacedSeconds, multiPacedRate, multiRelistDuring
+		spec.Multi.PacedEvents, spec.Multi.PacedRate, spec.Multi.RelistDuring = min(multiPacedRate*multiPacedSeconds, n), multiPacedRate, multiRelistDuring
 		if _, err := d.child(ctx, name, spec); err != nil {
 			return err
 		}
