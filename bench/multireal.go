@@ -148,6 +148,16 @@ func createAll(ctx context.Context, dyn dynamic.Interface, r FakeResource, names
 		for _, f := range []string{"resourceVersion", "uid", "creationTimestamp", "managedFields"} {
 			unstructured.RemoveNestedField(u.Object, "metadata", f)
 		}
+		if r.Resource == "services" {
+			// Headless: the test cluster's service range holds far fewer
+			// addresses than the scenario has Services.
+			if err := unstructured.SetNestedField(u.Object, "None", "spec", "clusterIP"); err != nil {
+				return err
+			}
+			if err := unstructured.SetNestedStringSlice(u.Object, []string{"None"}, "spec", "clusterIPs"); err != nil {
+				return err
+			}
+		}
 		var ri dynamic.ResourceInterface = res
 		if r.Namespaced {
 			ri = res.Namespace(u.GetNamespace())
