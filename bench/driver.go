@@ -95,7 +95,8 @@ type Config struct {
 	// directory named after the child (see Spec.ProfileDir).
 	ProfileDir string
 	// Only, when not empty, runs only these parts: sync, ingest, reads,
-	// container, real, cachectl, upgrade, multi, million.
+	// container, real, cachectl, upgrade, multi, multi-container,
+	// million.
 	Only []string
 	// Progress receives one line per step (default: nowhere).
 	Progress io.Writer
@@ -170,9 +171,11 @@ type Results struct {
 	Container *ContainerResult `json:"container,omitempty"`
 	// Cachectl is scenario 10 (nil: not run).
 	Cachectl *CachectlResult `json:"cachectl,omitempty"`
-	// MillionCachectl is cachectl on scenario 13's file (nil: not run).
-	MillionCachectl *CachectlResult `json:"millionCachectl,omitempty"`
-	Notes           []string        `json:"notes,omitempty"`
+	// MultiContainer is scenario 12's container limit, MillionCachectl
+	// cachectl on scenario 13's file (nil: not run).
+	MultiContainer  *ContainerResult `json:"multiContainer,omitempty"`
+	MillionCachectl *CachectlResult  `json:"millionCachectl,omitempty"`
+	Notes           []string         `json:"notes,omitempty"`
 	// Skipped names the parts that did not run, with the reason.
 	Skipped []string `json:"skipped,omitempty"`
 }

@@ -51,6 +51,11 @@ func (d *driver) runManyAndMillion(ctx context.Context) error {
 			return fmt.Errorf("multi, N=%d: %w", d.cfg.MultiN, err)
 		}
 	}
+	if d.cfg.MultiN > 0 && d.cfg.runs("multi-container") {
+		if err := d.runMultiContainer(ctx); err != nil {
+			return fmt.Errorf("multi in a container, N=%d: %w", d.cfg.MultiN, err)
+		}
+	}
 	if d.cfg.MultiRealN > 0 && d.cfg.runs("multi") {
 		if err := d.runMultiReal(ctx); err != nil {
 			if !errors.Is(err, errNoCluster) {
@@ -74,6 +79,9 @@ func manyAndMillionRows(res *Results) []Row {
 		for _, n := range childNs(res, "multi", src) {
 			rows = append(rows, multiRows(res, src, n)...)
 		}
+	}
+	if res.MultiContainer != nil {
+		rows = append(rows, multiContainerRows(res.MultiContainer)...)
 	}
 	ns := childNs(res, "million", "fake")
 	if len(ns) > 0 {

@@ -11,7 +11,8 @@ import (
 )
 
 // TestMultiAndMillion runs scenarios 12 and 13 tiny, end to end in child
-// processes, cachectl included, and checks that their rows are there and
+// processes, cachectl and the container limit (where memory cgroups can
+// be made) included, and checks that their rows are there and
 // sane: every informer synced every object of its type on both sides, the
 // latencies were measured per informer, and every row with a target was
 // judged.
@@ -23,7 +24,7 @@ func TestMultiAndMillion(t *testing.T) {
 	var progress bytes.Buffer
 	const multiN, millionN = 700, 300
 	res, err := Run(t.Context(), Config{
-		Only: []string{"multi", "million"}, MultiN: multiN, MillionN: millionN, IngestEvents: 240, Repeat: 1,
+		Only: []string{"multi", "multi-container", "million"}, MultiN: multiN, MillionN: millionN, IngestEvents: 240, Repeat: 1,
 		Namespaces: 10, Out: t.TempDir(), Args: []string{"-test.run=^$"}, Progress: &progress,
 		ChildTimeout: 2 * time.Minute, Cachectl: cachectl,
 	})
@@ -87,6 +88,14 @@ func TestMultiAndMillion(t *testing.T) {
 		}
 		if math.IsNaN(r.Value) || r.Value < 0 || (r.Unit != unitCount && r.Value == 0) {
 			t.Errorf("row %q: value %v", r.Metric, r.Value)
+		}
+	}
+	if res.MultiContainer != nil {
+		want["smallest memory limit it syncs under"] = false
+		for _, r := range Rows(res) {
+			if strings.HasPrefix(r.Metric, "smallest memory limit it syncs under") && strings.HasPrefix(r.Scenario, "12 ") {
+				want["smallest memory limit it syncs under"] = true
+			}
 		}
 	}
 	for w, found := range want {

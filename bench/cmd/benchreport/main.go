@@ -53,7 +53,7 @@ func main() {
 	flag.DurationVar(&cfg.StormTimeout, "storm-timeout", bench.DefaultStormTimeout, "a storm agent that has not synced by then counts as failed")
 	flag.BoolVar(&cfg.JSON, "json", false, "clients ask for JSON instead of protobuf")
 	flag.StringVar(&cfg.ProfileDir, "profile", "", "write each child's CPU and heap profiles under this directory")
-	only := flag.String("only", "", "run only these parts, comma-separated: sync, ingest, reads, container, real, cachectl, upgrade, multi, million")
+	only := flag.String("only", "", "run only these parts, comma-separated: sync, ingest, reads, container, real, cachectl, upgrade, multi, multi-container, million")
 	serve := flag.Int("serve", 0, "only serve a fake apiserver with this many Pods until interrupted")
 	flag.Parse()
 
