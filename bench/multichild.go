@@ -366,4 +366,3 @@ func (m *multiInformers) waitLast(ctx context.Context, rs []MultiResource, last 
 		return true
 	})
 }
-
