@@ -98,6 +98,8 @@ type Spec struct {
 	Count     int           `json:"count,omitempty"`
 	// Timeout bounds the whole child (default 10 min).
 	Timeout time.Duration `json:"timeout,omitempty"`
+	// Multi drives ScenarioMulti.
+	Multi *MultiSpec `json:"multi,omitempty"`
 	// ProfileDir, when set, receives cpu.pprof (the whole child),
 	// heap-peak.pprof (written each time the heap grew 20%: the last one
 	// is near the peak), heap-steady.pprof and, after a relist,
@@ -159,6 +161,7 @@ type Result struct {
 	Ingest *IngestResult `json:"ingest,omitempty"`
 	Reads  []ReadResult  `json:"reads,omitempty"`
 	Churn  *ChurnResult  `json:"churn,omitempty"`
+	Multi  *MultiResult  `json:"multi,omitempty"`
 }
 
 // ChildSpecFromEnv returns the Spec the driver passed, if this process is a child.
@@ -212,6 +215,8 @@ func RunChild(ctx context.Context, spec Spec) (Result, error) {
 		return runReads(ctx, spec)
 	case ScenarioChurn:
 		return runChurn(ctx, spec)
+	case ScenarioMulti:
+		return runMulti(ctx, spec)
 	}
 	return Result{}, fmt.Errorf("unknown scenario %q", spec.Scenario)
 }

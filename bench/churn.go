@@ -12,7 +12,7 @@ import (
 	"github.com/boltinformer/boltinformer/internal/failpoint"
 )
 
-// ChurnConfig configures the churn scenario (12): the fake sends steady
+// ChurnConfig configures the churn scenario (14): the fake sends steady
 // rates of Pod updates, then a burst, to a client-go informer, a
 // boltinformer informer (the factory's defaults, fsync on) and
 // controller-runtime's cache at the same time, each in a child of its

@@ -42,9 +42,9 @@ func stampSent(frame []byte) {
 
 // event appends ev's watch frame to dst, stamped with the time now when ev
 // is a churn event.
-func (e frameEncoder) event(dst []byte, ev fakeEvent) ([]byte, error) {
+func (e frameEncoder) event(dst []byte, r *fakeRes, ev fakeEvent) ([]byte, error) {
 	at := len(dst)
-	out, err := e.pod(dst, ev.typ, ev.pb)
+	out, err := e.object(dst, ev.typ, r, ev.raw)
 	if err == nil && ev.stamp {
 		stampSent(out[at:])
 	}
@@ -55,7 +55,8 @@ func (e frameEncoder) event(dst []byte, ev fakeEvent) ([]byte, error) {
 // carrying the phase and the send-time placeholder.
 func (s *FakeAPIServer) makeChurn(rv int64, phase string, count int) ([]fakeEvent, error) {
 	events := make([]fakeEvent, count)
-	n := s.opts.N
+	r := s.res[0] // the Pods: the churn serves nothing else
+	n := r.N
 	for j := range events {
 		erv := rv + int64(j) + 1
 		idx := int((erv * 7919) % int64(n))
@@ -66,7 +67,7 @@ func (s *FakeAPIServer) makeChurn(rv int64, phase string, count int) ([]fakeEven
 		if err != nil {
 			return nil, err
 		}
-		events[j] = fakeEvent{typ: watch.Modified, idx: int32(idx), rv: erv, pb: pb, stamp: true}
+		events[j] = fakeEvent{typ: watch.Modified, res: r.id, idx: int32(idx), rv: erv, raw: pb, stamp: true}
 	}
 	return events, nil
 }
@@ -74,8 +75,8 @@ func (s *FakeAPIServer) makeChurn(rv int64, phase string, count int) ([]fakeEven
 // publishChurn encodes count churn events of phase and publishes them at
 // once; the watches stamp each as they write it.
 func (s *FakeAPIServer) publishChurn(phase string, count int) error {
-	if s.opts.N == 0 {
-		return errors.New("churn needs objects to update")
+	if len(s.res) != 1 || s.res[0].Resource != "pods" || s.res[0].N == 0 {
+		return errors.New("churn needs a fake serving Pods only")
 	}
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()

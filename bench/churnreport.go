@@ -22,7 +22,7 @@ const (
 // churnCPURates are the steady rates whose CPU per event has a target.
 var churnCPURates = map[int]bool{100: true, 1000: true}
 
-// churnRows are scenario 12's rows: for each phase, boltinformer against
+// churnRows are scenario 14's rows: for each phase, boltinformer against
 // client-go (with targets) and against controller-runtime's cache.
 func churnRows(res *Results) []Row {
 	var out []Row

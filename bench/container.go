@@ -90,7 +90,8 @@ func (d *driver) runContainer(ctx context.Context, srv *FakeAPIServer, n int) er
 			if r, ok := cr.Run(impl, limit); ok {
 				return r.Outcome == OutcomeSynced, nil
 			}
-			r, err := d.containerChild(ctx, parent, impl, target, n, limit)
+			name := fmt.Sprintf("container/fake/%d/%s@%dMiB", n, impl, limit)
+			r, err := d.containerChild(ctx, parent, name, Spec{Scenario: ScenarioSync, Impl: impl, Target: target, ExpectAdds: n}, limit)
 			if err != nil {
 				return false, err
 			}
@@ -136,12 +137,12 @@ func smallestPassing(ladder []int, pass func(int) (bool, error)) (int, error) {
 	return ladder[hi], nil
 }
 
-// containerChild cold-syncs n Pods in a child confined to a memory cgroup
-// of limitMiB. A child killed by the OOM killer or out of time is an
-// outcome, not an error; an error is a failure of the bench itself.
-func (d *driver) containerChild(ctx context.Context, parent CgroupParent, impl string, target Target, n, limitMiB int) (ContainerRun, error) {
+// containerChild cold-syncs spec (its cache file and timeout set here) in
+// a child confined to a memory cgroup of limitMiB. A child killed by the
+// OOM killer or out of time is an outcome, not an error; an error is a
+// failure of the bench itself.
+func (d *driver) containerChild(ctx context.Context, parent CgroupParent, name string, spec Spec, limitMiB int) (ContainerRun, error) {
 	run := ContainerRun{LimitMiB: limitMiB}
-	name := fmt.Sprintf("container/fake/%d/%s@%dMiB", n, impl, limitMiB)
 	cg, err := parent.NewMemoryCgroup(name, int64(limitMiB)<<20)
 	if err != nil {
 		return run, err
@@ -154,8 +155,8 @@ func (d *driver) containerChild(ctx context.Context, parent CgroupParent, impl s
 	cctx, cancel := context.WithTimeout(ctx, timeout+30*time.Second)
 	defer cancel()
 	start := time.Now()
-	p, err := d.startChildIn(cctx, name, Spec{Scenario: ScenarioSync, Impl: impl, Target: target, ExpectAdds: n,
-		DB: db, SkipMemory: true, Timeout: timeout}, cg, false)
+	spec.DB, spec.SkipMemory, spec.Timeout = db, true, timeout
+	p, err := d.startChildIn(cctx, name, spec, cg, false)
 	if err != nil {
 		return run, errors.Join(err, cg.Remove())
 	}

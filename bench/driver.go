@@ -73,8 +73,12 @@ type Config struct {
 	// the schema before this build's, migrated by Open, against a cold
 	// start; 0 skips it.
 	UpgradeN int
-	// Churn is scenario 12 (churn.go): handler latency and CPU under churn.
+	// Churn is scenario 14 (churn.go): handler latency and CPU under churn.
 	Churn ChurnConfig
+	// MultiN is the object count of scenario 12 (many informers on one
+	// file) against the fake, MultiRealN against kube-apiserver; MillionN
+	// the ConfigMaps of scenario 13 (a million objects); 0 skips each.
+	MultiN, MultiRealN, MillionN int
 
 	// Out receives results.csv, results.json, chart.svg, table.md and the
 	// children's logs.
@@ -93,7 +97,8 @@ type Config struct {
 	// directory named after the child (see Spec.ProfileDir).
 	ProfileDir string
 	// Only, when not empty, runs only these parts: sync, ingest, reads,
-	// container, real, cachectl, upgrade, churn.
+	// container, real, cachectl, upgrade, churn, multi, multi-container,
+	// million.
 	Only []string
 	// Progress receives one line per step (default: nowhere).
 	Progress io.Writer
@@ -168,7 +173,11 @@ type Results struct {
 	Container *ContainerResult `json:"container,omitempty"`
 	// Cachectl is scenario 10 (nil: not run).
 	Cachectl *CachectlResult `json:"cachectl,omitempty"`
-	Notes    []string        `json:"notes,omitempty"`
+	// MultiContainer is scenario 12's container limit, MillionCachectl
+	// cachectl on scenario 13's file (nil: not run).
+	MultiContainer  *ContainerResult `json:"multiContainer,omitempty"`
+	MillionCachectl *CachectlResult  `json:"millionCachectl,omitempty"`
+	Notes           []string         `json:"notes,omitempty"`
 	// Skipped names the parts that did not run, with the reason.
 	Skipped []string `json:"skipped,omitempty"`
 }
@@ -255,6 +264,9 @@ func Run(ctx context.Context, cfg Config) (*Results, error) {
 		if err := d.runChurn(ctx); err != nil {
 			return d.res, fmt.Errorf("churn, N=%d: %w", cfg.Churn.N, err)
 		}
+	}
+	if err := d.runManyAndMillion(ctx); err != nil {
+		return d.res, err
 	}
 	if cfg.CachectlN > 0 && cfg.runs("cachectl") {
 		if err := d.runCachectl(ctx); err != nil {

@@ -417,6 +417,9 @@ func Rows(res *Results) []Row {
 	for _, r := range churnRows(res) {
 		add(r)
 	}
+	for _, r := range manyAndMillionRows(res) {
+		add(r)
+	}
 	return rows
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"strconv"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	v1 "k8s.io/api/core/v1"
@@ -17,7 +16,7 @@ import (
 // sends: a protobuf body is the magic "k8s\x00" and a runtime.Unknown whose
 // raw field holds the object's message; a protobuf watch stream is a
 // sequence of frames, each a 4-byte big-endian length and a
-// metav1.WatchEvent whose object is an enveloped message. Pods are kept as
+// metav1.WatchEvent whose object is an enveloped message. Objects are kept as
 // their bare protobuf message, so a list page or a watch frame is assembled
 // without decoding anything.
 
@@ -48,8 +47,9 @@ func envelope(dst []byte, apiVersion, kind string, raw []byte) []byte {
 	return dst
 }
 
-// protobufList returns an enveloped PodList of the given bare Pod messages.
-func protobufList(lm metav1.ListMeta, items [][]byte) ([]byte, error) {
+// protobufList returns an enveloped list (apiVersion, listKind) of the given
+// bare messages.
+func protobufList(apiVersion, listKind string, lm metav1.ListMeta, items [][]byte) ([]byte, error) {
 	meta, err := lm.Marshal()
 	if err != nil {
 		return nil, err
@@ -65,12 +65,12 @@ func protobufList(lm metav1.ListMeta, items [][]byte) ([]byte, error) {
 		list = protowire.AppendTag(list, 2, protowire.BytesType)
 		list = protowire.AppendBytes(list, it)
 	}
-	return envelope(make([]byte, 0, len(list)+32), "v1", "PodList", list), nil
+	return envelope(make([]byte, 0, len(list)+32), apiVersion, listKind, list), nil
 }
 
 // protobufFrame appends one watch frame carrying an enveloped object.
-func protobufFrame(dst []byte, typ watch.EventType, kind string, raw []byte) ([]byte, error) {
-	ev := metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: envelope(nil, "v1", kind, raw)}}
+func protobufFrame(dst []byte, typ watch.EventType, apiVersion, kind string, raw []byte) ([]byte, error) {
+	ev := metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: envelope(nil, apiVersion, kind, raw)}}
 	msg, err := ev.Marshal()
 	if err != nil {
 		return nil, err
@@ -91,20 +91,20 @@ func podJSON(pb []byte, withType bool) ([]byte, error) {
 	return json.Marshal(&p)
 }
 
-// jsonList returns a PodList in JSON.
-func jsonList(lm metav1.ListMeta, items [][]byte) ([]byte, error) {
+// jsonList returns a list of the resource's objects in JSON.
+func jsonList(r *fakeRes, lm metav1.ListMeta, items [][]byte) ([]byte, error) {
 	meta, err := json.Marshal(&lm)
 	if err != nil {
 		return nil, err
 	}
-	out := []byte(`{"kind":"PodList","apiVersion":"v1","metadata":`)
+	out := fmt.Appendf(nil, `{"kind":%q,"apiVersion":%q,"metadata":`, r.Kind+"List", r.APIVersion())
 	out = append(out, meta...)
 	out = append(out, `,"items":[`...)
 	for i, it := range items {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		js, err := podJSON(it, false)
+		js, err := r.json(it, false)
 		if err != nil {
 			return nil, err
 		}
@@ -123,16 +123,6 @@ func jsonFrame(dst []byte, typ watch.EventType, obj []byte) ([]byte, error) {
 	return append(dst, '\n'), nil
 }
 
-// bookmarkPod is the object of a BOOKMARK event: only its resourceVersion
-// (and the initial-events-end annotation that ends a WatchList) are set.
-func bookmarkPod(rv int64, initialEnd bool) *v1.Pod {
-	p := &v1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: strconv.FormatInt(rv, 10)}}
-	if initialEnd {
-		p.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
-	}
-	return p
-}
-
 // expiredStatus is the object of the ERROR event a watch from a compacted
 // resourceVersion gets (410 Gone, reason Expired).
 func expiredStatus(rv, oldest int64) *metav1.Status {
@@ -147,32 +137,24 @@ func expiredStatus(rv, oldest int64) *metav1.Status {
 // frameEncoder writes watch frames in one of the two formats.
 type frameEncoder struct{ protobuf bool }
 
-func (e frameEncoder) pod(dst []byte, typ watch.EventType, pb []byte) ([]byte, error) {
-	if e.protobuf {
-		return protobufFrame(dst, typ, "Pod", pb)
+// object appends an event of r carrying raw, an object as r keeps it.
+func (e frameEncoder) object(dst []byte, typ watch.EventType, r *fakeRes, raw []byte) ([]byte, error) {
+	if e.protobuf && !r.JSONOnly {
+		return protobufFrame(dst, typ, r.APIVersion(), r.Kind, raw)
 	}
-	js, err := podJSON(pb, true)
+	js, err := r.json(raw, true)
 	if err != nil {
 		return nil, err
 	}
 	return jsonFrame(dst, typ, js)
 }
 
-func (e frameEncoder) bookmark(dst []byte, rv int64, initialEnd bool) ([]byte, error) {
-	p := bookmarkPod(rv, initialEnd)
-	if e.protobuf {
-		pb, err := p.Marshal()
-		if err != nil {
-			return nil, err
-		}
-		return protobufFrame(dst, watch.Bookmark, "Pod", pb)
-	}
-	p.APIVersion, p.Kind = "v1", "Pod"
-	js, err := json.Marshal(p)
+func (e frameEncoder) bookmark(dst []byte, r *fakeRes, rv int64, initialEnd bool) ([]byte, error) {
+	raw, err := r.bookmark(rv, initialEnd)
 	if err != nil {
 		return nil, err
 	}
-	return jsonFrame(dst, watch.Bookmark, js)
+	return e.object(dst, watch.Bookmark, r, raw)
 }
 
 func (e frameEncoder) expired(dst []byte, rv, oldest int64) ([]byte, error) {
@@ -182,7 +164,7 @@ func (e frameEncoder) expired(dst []byte, rv, oldest int64) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return protobufFrame(dst, watch.Error, "Status", pb)
+		return protobufFrame(dst, watch.Error, "v1", "Status", pb)
 	}
 	st.APIVersion, st.Kind = "v1", "Status"
 	js, err := json.Marshal(st)

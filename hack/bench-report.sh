@@ -8,7 +8,9 @@
 #   BENCH_CONTAINER_N=0 hack/bench-report.sh   # no memory cgroups (the container scenario needs root)
 #   BENCH_CACHECTL_N=0 hack/bench-report.sh    # no cachectl on a 300k-Pod file (scenario 10)
 #   BENCH_UPGRADE_N=0 hack/bench-report.sh     # no upgrade of a 150k-Pod file (scenario 11)
-#   BENCH_CHURN_N=0 hack/bench-report.sh       # no churn (scenario 12)
+#   BENCH_CHURN_N=0 hack/bench-report.sh       # no churn (scenario 14)
+#   BENCH_MULTI_N=0 BENCH_MULTI_REAL_N=0 hack/bench-report.sh  # no 12 informers on one file (scenario 12)
+#   BENCH_MILLION_N=0 hack/bench-report.sh     # no million ConfigMaps (scenario 13)
 #   hack/bench-report.sh -only sync,container -profile bench/out/prof
 #
 # The kube-apiserver part needs bin/etcd and bin/kube-apiserver (make e2e-deps).
