@@ -172,7 +172,7 @@ func (p *Decoder) count(data []byte, counts *[maxCounted]int32) {
 		case wireBytes:
 			var end int
 			if i < len(data) && data[i] < 0x80 {
-				end = i + 1 + int(data[i]) // checked below, as span checks it
+				end = i + 1 + int(data[i]) // a one-byte length, read as span reads it
 				if end > len(data) {
 					return
 				}
