@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -12,12 +13,18 @@ import (
 // Machine describes where a run happened: the numbers only compare within
 // one run on one machine.
 type Machine struct {
-	Date     string `json:"date"`
-	CPU      string `json:"cpu"`
-	Cores    int    `json:"cores"`
-	MemoryMB uint64 `json:"memoryMB"`
-	Kernel   string `json:"kernel"`
-	Go       string `json:"go"`
+	Date  string `json:"date"`
+	CPU   string `json:"cpu"`
+	Cores int    `json:"cores"`
+	// ThreadsPerCore is how many of the CPUs share one physical core (SMT,
+	// hyper-threading; 0: unknown). Two CPUs that are the two threads of
+	// one core give much less than two cores' throughput: a scenario bound
+	// by the CPU time of all its processes (the kube-apiserver's included)
+	// then compares differently from one on two cores.
+	ThreadsPerCore int    `json:"threadsPerCore,omitempty"`
+	MemoryMB       uint64 `json:"memoryMB"`
+	Kernel         string `json:"kernel"`
+	Go             string `json:"go"`
 	// LoadAvg is the 1-minute load average when the run started: above
 	// Cores, other processes were competing for the CPUs.
 	LoadAvg string `json:"loadAvg"`
@@ -45,6 +52,9 @@ func ReadMachine() Machine {
 			}
 		}
 	}
+	if b, err := os.ReadFile("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list"); err == nil {
+		m.ThreadsPerCore = countCPUList(string(b))
+	}
 	m.Kernel = runtime.GOOS
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		m.Kernel += " " + strings.TrimSpace(string(b))
@@ -57,7 +67,32 @@ func ReadMachine() Machine {
 	return m
 }
 
+// countCPUList counts the CPUs of a Linux CPU list ("0-1", "0,2", "3"),
+// or returns 0 when it does not read as one.
+func countCPUList(s string) int {
+	n := 0
+	for _, part := range strings.Split(strings.TrimSpace(s), ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return 0
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return 0
+			}
+		}
+		n += b - a + 1
+	}
+	return n
+}
+
 func (m Machine) String() string {
-	return fmt.Sprintf("%s; %d cores (%s), %d MB RAM, %s, %s; load average %s at start",
-		m.Date, m.Cores, m.CPU, m.MemoryMB, m.Kernel, m.Go, m.LoadAvg)
+	smt := ""
+	if m.ThreadsPerCore > 1 {
+		smt = fmt.Sprintf(", %d threads per core", m.ThreadsPerCore)
+	}
+	return fmt.Sprintf("%s; %d cores (%s%s), %d MB RAM, %s, %s; load average %s at start",
+		m.Date, m.Cores, m.CPU, smt, m.MemoryMB, m.Kernel, m.Go, m.LoadAvg)
 }

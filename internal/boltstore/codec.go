@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -339,9 +340,15 @@ func (c *objectCodec) typeStrings(apiVersion, kind []byte) (string, string) {
 }
 
 // setTypeMeta restores the TypeMeta that protobuf payloads do not carry,
-// exactly as it was written.
+// exactly as it was written. A typed object's TypeMeta takes the strings
+// as they are: they were written in their canonical form (newRecord), which
+// meta.TypeAccessor would parse and rebuild on every read.
 func setTypeMeta(obj runtime.Object, apiVersion, kind string) {
 	if apiVersion == "" && kind == "" {
+		return
+	}
+	if tm, ok := obj.GetObjectKind().(*metav1.TypeMeta); ok {
+		tm.APIVersion, tm.Kind = apiVersion, kind
 		return
 	}
 	if t, err := meta.TypeAccessor(obj); err == nil {

@@ -170,8 +170,13 @@ func (p *Decoder) count(data []byte, counts *[maxCounted]int32) {
 		case wireFixed32:
 			i += 4
 		case wireBytes:
-			_, end, err := span(data, i, len(data))
-			if err != nil {
+			var end int
+			if i < len(data) && data[i] < 0x80 {
+				end = i + 1 + int(data[i]) // a one-byte length, read as span reads it
+				if end > len(data) {
+					return
+				}
+			} else if _, end, err = span(data, i, len(data)); err != nil {
 				return
 			}
 			if num := tag >> 3; num < uint64(len(p.fields)) {
@@ -241,8 +246,12 @@ func (p *Decoder) decode(base unsafe.Pointer, data []byte) error {
 		if wire != wireBytes {
 			return f.wireErr(wire)
 		}
-		vs, ve, err := span(data, i, l)
-		if err != nil {
+		// A length of one byte, as nearly every field has, is read here;
+		// span reads the others and reports a bad one.
+		var vs, ve int
+		if i < l && data[i] < 0x80 && i+1+int(data[i]) <= l {
+			vs, ve = i+1, i+1+int(data[i])
+		} else if vs, ve, err = span(data, i, l); err != nil {
 			return err
 		}
 		v := data[vs:ve:ve]

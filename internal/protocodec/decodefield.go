@@ -18,13 +18,10 @@ func (f *field) wireErr(wire int) error {
 }
 
 // grow makes room for extra more elements in the slice of messages at fp.
+// It grows the slice in place (reflect.Value.Grow): one allocation, the
+// new array, where reflect.MakeSlice would allocate a slice header too.
 func (f *field) grow(fp unsafe.Pointer, extra int) {
-	sh := (*sliceHeader)(fp)
-	s := reflect.MakeSlice(f.typ, sh.len, sh.len+extra)
-	if sh.len > 0 {
-		reflect.Copy(s, reflect.NewAt(f.typ, fp).Elem())
-	}
-	sh.data, sh.cap = s.UnsafePointer(), sh.len+extra
+	reflect.NewAt(f.typ, fp).Elem().Grow(extra)
 }
 
 // scalar decodes the scalar at data[i:] into the field at fp.
