@@ -37,7 +37,7 @@ func newClientGo(lw cache.ListerWatcher) subject {
 // closed when the test ends (the informer must have stopped by then).
 func newOurs(t *testing.T, lw cache.ListerWatcher) subject {
 	t.Helper()
-	c, err := boltinformer.Open(filepath.Join(t.TempDir(), "c.db"), boltinformer.Options{NoSync: true})
+	c, err := boltinformer.Open(filepath.Join(t.TempDir(), "c.db"), boltinformer.Options{Logger: testutil.Logger(t), NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func both(t *testing.T, newLW func() cache.ListerWatcher) []subject {
 // start runs inf until the returned stop is called (or the test ends); stop
 // waits for Run to return.
 func start(t *testing.T, inf cache.SharedIndexInformer) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	var once sync.Once
@@ -241,12 +241,13 @@ func TestHandlerPanicAsClientGo(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			s := m.make(t, src)
 			rec := newRecorder()
-			reg, err := s.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+			logger := testutil.Logger(t) // client-go's handler logs the panic here, not to klog
+			reg, err := s.inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
 				if keyOf(obj) == "ns/boom" {
 					panic("boom in " + s.name)
 				}
 				rec.OnAdd(obj, true)
-			}})
+			}}, cache.HandlerOptions{Logger: &logger})
 			if err != nil {
 				t.Fatal(err)
 			}

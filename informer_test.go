@@ -149,7 +149,7 @@ func (r *recorder) snapshot() []string {
 // for HasSynced. stop cancels it, waits for Run, checks and closes the file.
 func runInformer(t *testing.T, path string, lw cache.ListerWatcher, opts boltinformer.InformerOptions) (*boltinformer.Informer, *recorder, func()) {
 	t.Helper()
-	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
+	c, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t), NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func runInformer(t *testing.T, path string, lw cache.ListerWatcher, opts boltinf
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	syncCtx, syncCancel := context.WithTimeout(ctx, 30*time.Second)
@@ -380,7 +380,7 @@ func TestStopDuringReplayDoesNotSync(t *testing.T) {
 	storedRV := cold.GetStore().LastStoreSyncResourceVersion()
 	stop()
 
-	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
+	c, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t), NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +403,7 @@ func TestStopDuringReplayDoesNotSync(t *testing.T) {
 	}}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	defer func() {
@@ -482,7 +482,7 @@ func TestSameEventsAsClientGo(t *testing.T) {
 	theirs := cache.NewSharedIndexInformer(src, &v1.Pod{}, 0, cache.Indexers{})
 	theirRec := newRecorder()
 	theirs.AddEventHandler(theirRec)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	defer cancel()
 	var wg sync.WaitGroup
 	wg.Go(func() { theirs.RunWithContext(ctx) })
