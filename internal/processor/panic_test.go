@@ -97,7 +97,7 @@ func TestHandlerPanicWithoutReallyCrash(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			panics := surviveCrashes(t)
 			clk := testingclock.NewFakeClock(time.Now())
-			p := New(Options{Clock: clk})
+			p := New(Options{Logger: testLogger(t), Clock: clk})
 			h := &recorder{hook: func(e event) {
 				if e.obj == "boom" {
 					panic("handler bug")
@@ -135,7 +135,7 @@ func TestHandlerPanicWithoutReallyCrash(t *testing.T) {
 // stays false while one that did not panic syncs, as in client-go.
 func TestPanicInInitialAddLeavesListenerUnsynced(t *testing.T) {
 	panics := surviveCrashes(t)
-	p := New(Options{PanicBackoff: -1})
+	p := New(Options{Logger: testLogger(t), PanicBackoff: -1})
 	up := newUpstream()
 	bad := addListener(t, p, &recorder{hook: func(e event) {
 		if e.obj == 1 {
@@ -157,7 +157,7 @@ func TestPanicInInitialAddLeavesListenerUnsynced(t *testing.T) {
 func TestNegativePanicBackoff(t *testing.T) {
 	surviveCrashes(t)
 	clk := testingclock.NewFakeClock(time.Now())
-	p := New(Options{Clock: clk, PanicBackoff: -1})
+	p := New(Options{Logger: testLogger(t), Clock: clk, PanicBackoff: -1})
 	h := &recorder{hook: func(e event) {
 		if e.obj == "boom" {
 			panic("handler bug")
@@ -175,7 +175,7 @@ func TestNegativePanicBackoff(t *testing.T) {
 func TestRemoveDuringPanicBackoff(t *testing.T) {
 	surviveCrashes(t)
 	clk := testingclock.NewFakeClock(time.Now())
-	p := New(Options{Clock: clk})
+	p := New(Options{Logger: testLogger(t), Clock: clk})
 	h := &recorder{hook: func(event) { panic("always") }}
 	l := addListener(t, p, h, ListenerOptions{})
 	runProcessor(t, p)
