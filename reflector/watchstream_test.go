@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // watchStream builds the body of a WATCH response the way the apiserver
@@ -128,15 +130,11 @@ func drain(t *testing.T, w watch.Interface) []watch.Event {
 	}
 }
 
+// testPod is pod i of the watch streams: a label, a node and a container.
 func testPod(i int) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: fmt.Sprintf("pod-%04d", i), Namespace: "ns", ResourceVersion: fmt.Sprint(100 + i),
-			Labels: map[string]string{"app": fmt.Sprint(i % 7)},
-		},
-		Spec: corev1.PodSpec{
-			NodeName:   fmt.Sprintf("node-%d", i%13),
-			Containers: []corev1.Container{{Name: "c", Image: "registry/image:" + fmt.Sprint(i), Args: []string{"a", fmt.Sprint(i)}}},
-		},
-	}
+	return testutil.Pod("ns", fmt.Sprintf("pod-%04d", i), fmt.Sprint(100+i),
+		testutil.Label("app", fmt.Sprint(i%7)), testutil.Node(fmt.Sprintf("node-%d", i%13)),
+		func(p *corev1.Pod) {
+			p.Spec.Containers = []corev1.Container{{Name: "c", Image: "registry/image:" + fmt.Sprint(i), Args: []string{"a", fmt.Sprint(i)}}}
+		})
 }
