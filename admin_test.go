@@ -20,7 +20,7 @@ import (
 func TestAdminSocketServesLiveCache(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "admin.sock")
-	c, err := boltinformer.Open(filepath.Join(dir, "c.db"), boltinformer.Options{NoSync: true, AdminSocket: sock})
+	c, err := boltinformer.Open(filepath.Join(dir, "c.db"), boltinformer.Options{Logger: testutil.Logger(t), NoSync: true, AdminSocket: sock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestAdminSocketServesLiveCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	testutil.Eventually(t, "sync", waitTimeout, inf.HasSynced)
@@ -60,7 +60,7 @@ func TestAdminSocketServesLiveCache(t *testing.T) {
 func TestAdminSocketDirectory(t *testing.T) {
 	dir := testutil.ShortTempDir(t)
 	sock := filepath.Join(dir, "run", "agent", "admin.sock")
-	c, err := boltinformer.Open(filepath.Join(dir, "cache", "c.db"), boltinformer.Options{NoSync: true, AdminSocket: sock})
+	c, err := boltinformer.Open(filepath.Join(dir, "cache", "c.db"), boltinformer.Options{Logger: testutil.Logger(t), NoSync: true, AdminSocket: sock})
 	if err != nil {
 		t.Fatalf("Open with the admin socket in a missing directory: %v", err)
 	}
@@ -93,7 +93,7 @@ func TestAdminSocketDirectory(t *testing.T) {
 		{"under a regular file", filepath.Join(plain, "admin.sock"), admin.ErrSocketPath},
 		{"a regular file", plain, admin.ErrNotSocket},
 	} {
-		_, err := boltinformer.Open(filepath.Join(dir, tc.name+".db"), boltinformer.Options{NoSync: true, AdminSocket: tc.sock})
+		_, err := boltinformer.Open(filepath.Join(dir, tc.name+".db"), boltinformer.Options{Logger: testutil.Logger(t), NoSync: true, AdminSocket: tc.sock})
 		if !errors.Is(err, tc.is) || strings.Count(err.Error(), "admin socket") != 1 {
 			t.Errorf("%s: %v; want %v, saying \"admin socket\" once", tc.name, err, tc.is)
 		}

@@ -22,7 +22,7 @@ import (
 // together.
 func TestRelistCommitsAPageAtATime(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	c, err := boltinformer.Open(filepath.Join(t.TempDir(), "c.db"), boltinformer.Options{NoSync: true, Registerer: reg})
+	c, err := boltinformer.Open(filepath.Join(t.TempDir(), "c.db"), boltinformer.Options{Logger: testutil.Logger(t), NoSync: true, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	v1 "k8s.io/api/core/v1"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/boltinformer/boltinformer"
@@ -37,7 +36,7 @@ func newClientGo(lw cache.ListerWatcher) subject {
 // closed when the test ends (the informer must have stopped by then).
 func newOurs(t *testing.T, lw cache.ListerWatcher) subject {
 	t.Helper()
-	c, err := boltinformer.Open(filepath.Join(t.TempDir(), "c.db"), boltinformer.Options{NoSync: true})
+	c, err := boltinformer.Open(filepath.Join(t.TempDir(), "c.db"), boltinformer.Options{Logger: testutil.Logger(t), NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +74,7 @@ func both(t *testing.T, newLW func() cache.ListerWatcher) []subject {
 // start runs inf until the returned stop is called (or the test ends); stop
 // waits for Run to return.
 func start(t *testing.T, inf cache.SharedIndexInformer) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	var once sync.Once
@@ -194,45 +193,13 @@ func TestRemoveForeignHandle(t *testing.T) {
 	}
 }
 
-// panicLog records the panics utilruntime.PanicHandlers see, and turns
-// utilruntime.ReallyCrash off for the test (client-go's listener, like ours,
-// runs handlers under utilruntime.HandleCrash).
-type panicLog struct {
-	mu     sync.Mutex
-	values []string
-}
-
-func (p *panicLog) has(v string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, got := range p.values {
-		if got == v {
-			return true
-		}
-	}
-	return false
-}
-
-func surviveCrashes(t *testing.T) *panicLog {
-	log := &panicLog{}
-	crash, handlers := utilruntime.ReallyCrash, utilruntime.PanicHandlers
-	utilruntime.ReallyCrash = false
-	utilruntime.PanicHandlers = append(append([]func(context.Context, any){}, handlers...), func(_ context.Context, r any) {
-		log.mu.Lock()
-		defer log.mu.Unlock()
-		log.values = append(log.values, fmt.Sprint(r))
-	})
-	t.Cleanup(func() { utilruntime.ReallyCrash, utilruntime.PanicHandlers = crash, handlers })
-	return log
-}
-
 // TestHandlerPanicAsClientGo (client-go's TestEventPanics): with
 // ReallyCrash off, a handler that panics on one initial-list object has the
 // panic reported to PanicHandlers, still gets the other objects, and its
 // registration never syncs, although the informer does. With ReallyCrash on
 // the process ends: processor's TestHandlerPanicCrashesTheProcess.
 func TestHandlerPanicAsClientGo(t *testing.T) {
-	panics := surviveCrashes(t)
+	panics := testutil.SurviveCrashes(t)
 	src := newSource(t)
 	for _, n := range []string{"a", "boom", "c"} {
 		src.Add(testutil.Pod("ns", n, "", testutil.Label("app", n), testutil.Node("n")))
@@ -241,18 +208,19 @@ func TestHandlerPanicAsClientGo(t *testing.T) {
 		t.Run(m.name, func(t *testing.T) {
 			s := m.make(t, src)
 			rec := newRecorder()
-			reg, err := s.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+			logger := testutil.Logger(t) // client-go's handler logs the panic here, not to klog
+			reg, err := s.inf.AddEventHandlerWithOptions(cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
 				if keyOf(obj) == "ns/boom" {
 					panic("boom in " + s.name)
 				}
 				rec.OnAdd(obj, true)
-			}})
+			}}, cache.HandlerOptions{Logger: &logger})
 			if err != nil {
 				t.Fatal(err)
 			}
 			start(t, s.inf)
 			testutil.Eventually(t, "the other objects", waitTimeout, func() bool { return rec.count("add@") == 2 })
-			testutil.Eventually(t, "the panic to reach PanicHandlers", waitTimeout, func() bool { return panics.has("boom in " + s.name) })
+			testutil.Eventually(t, "the panic to reach PanicHandlers", waitTimeout, func() bool { return panics.Has("boom in " + s.name) })
 			testutil.Eventually(t, "the informer to sync", waitTimeout, s.inf.HasSynced)
 			if reg.HasSynced() {
 				t.Fatal("the registration synced although its handler panicked on an initial object")

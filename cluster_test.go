@@ -90,7 +90,7 @@ func (f *fakeCluster) Watch(o metav1.ListOptions) (watch.Interface, error) {
 func runOn(t *testing.T, path string, cl *fakeCluster, withIdentity bool) (*boltinformer.Informer, *recorder, *prometheus.Registry, func()) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	opts := boltinformer.Options{NoSync: true, Registerer: reg}
+	opts := boltinformer.Options{Logger: testutil.Logger(t), NoSync: true, Registerer: reg}
 	if withIdentity {
 		opts.ClusterIdentity = boltinformer.KubeSystemUID(cl.clientset.CoreV1())
 	}
@@ -110,7 +110,7 @@ func runOn(t *testing.T, path string, cl *fakeCluster, withIdentity bool) (*bolt
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	stop := func() {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/internal/cachefile"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // truncatedCacheFile writes a cache file and cuts it after its two meta
@@ -17,7 +18,7 @@ import (
 func truncatedCacheFile(t *testing.T) (path string, data []byte) {
 	t.Helper()
 	path = filepath.Join(t.TempDir(), "cache.db")
-	db, err := cachefile.Open(path, cachefile.Options{NoSync: true})
+	db, err := cachefile.Open(path, cachefile.Options{Logger: testutil.Logger(t), NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func truncatedCacheFile(t *testing.T) (path string, data []byte) {
 
 func TestOpenDamagedFileFailsByDefault(t *testing.T) {
 	path, data := truncatedCacheFile(t)
-	_, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
+	_, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t), NoSync: true})
 	if !errors.Is(err, cachefile.ErrCorruptFile) || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "truncated") {
 		t.Fatalf("want ErrCorruptFile naming the file and the truncation, got %v", err)
 	}
@@ -49,7 +50,7 @@ func TestOpenDamagedFileFailsByDefault(t *testing.T) {
 func TestOpenDamagedFileRebuilds(t *testing.T) {
 	path, data := truncatedCacheFile(t)
 	now := time.Date(2026, 11, 23, 3, 0, 0, 0, time.UTC)
-	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true, OnCorruption: boltinformer.RebuildOnCorruption, Now: func() time.Time { return now }})
+	c, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t), NoSync: true, OnCorruption: boltinformer.RebuildOnCorruption, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestRebuildNeverMovesAForeignFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(strings.Repeat("precious\n", 2000)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, err := boltinformer.Open(path, boltinformer.Options{OnCorruption: boltinformer.RebuildOnCorruption})
+	_, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t), OnCorruption: boltinformer.RebuildOnCorruption})
 	if !errors.Is(err, cachefile.ErrNotCacheFile) {
 		t.Fatalf("want ErrNotCacheFile, got %v", err)
 	}

@@ -102,7 +102,7 @@ func TestCrashAtRandomPoints(t *testing.T) {
 func checkCrashedFile(t *testing.T, path string, s *testutil.History) int64 {
 	t.Helper()
 	boltstoretest.CheckFile(t, path)
-	st, err := boltstore.Open(path, "Pod.v1", cachefile.Options{}, boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: crashIndexers()})
+	st, err := boltstore.Open(path, "Pod.v1", cachefile.Options{Logger: testutil.Logger(t)}, boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: crashIndexers()})
 	if err != nil {
 		t.Fatalf("reopen after SIGKILL: %v", err)
 	}

@@ -23,7 +23,7 @@ func TestNewFileDurableAtFirstSync(t *testing.T) {
 	for i := range 20 {
 		src.Add(testutil.Pod("ns", fmt.Sprint("p", i), ""))
 	}
-	c, err := boltinformer.Open(path, boltinformer.Options{})
+	c, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestNewFileDurableAtFirstSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	select {
@@ -52,7 +52,7 @@ func TestNewFileDurableAtFirstSync(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatal(err)
 	}
-	c, err = boltinformer.Open(path, boltinformer.Options{})
+	c, err = boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

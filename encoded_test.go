@@ -175,7 +175,7 @@ func TestStoreWritesTheBytesReceived(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ctx, cancel := context.WithCancel(context.Background())
+			ctx, cancel := context.WithCancel(testutil.Context(t))
 			done := make(chan struct{})
 			go func() { defer close(done); inf.RunWithContext(ctx) }()
 			testutil.Eventually(t, "the watch events to be stored", 30*time.Second, func() bool {

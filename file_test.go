@@ -27,7 +27,7 @@ func TestCacheInfoAndSnapshot(t *testing.T) {
 	for i := range 20 {
 		src.Add(testutil.Pod("ns", fmt.Sprint("p", i), ""))
 	}
-	c, err := boltinformer.Open(path, boltinformer.Options{Now: func() time.Time { return now }})
+	c, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t), Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestCacheInfoAndSnapshot(t *testing.T) {
 	if _, err := c.Snapshot(context.Background(), snap); !errors.Is(err, cachefile.ErrNotDurable) {
 		t.Fatalf("Snapshot of a file built without fsync: %v, want ErrNotDurable", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	select {

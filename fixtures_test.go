@@ -54,7 +54,7 @@ func TestOpenResumesFromEverySchema(t *testing.T) {
 		t.Run(fmt.Sprintf("v%d", v), func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "cache.db")
 			testutil.CopyFile(t, fixturePath(v), path)
-			r := runFixture(t, path, boltinformer.Options{})
+			r := runFixture(t, path, boltinformer.Options{Logger: testutil.Logger(t)})
 			r.assertResumed(t)
 			ran := counter(t, r.reg, "boltinformer_file_migrations_total",
 				map[string]string{"from": fmt.Sprint(v), "to": fmt.Sprint(cachefile.Version), "result": "ok"})

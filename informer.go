@@ -140,6 +140,7 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 		Keys:          c.keys,
 		Encrypt:       c.seals(id),
 		Identity:      id,
+		Logger:        logger,
 	})
 	if err != nil {
 		return nil, err

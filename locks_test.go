@@ -118,7 +118,7 @@ func TestStatusCallsAnswerDuringAHandlersReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	ran := make(chan struct{})
 	go func() { defer close(ran); inf.RunWithContext(ctx) }()
 	h := newBlockingHandler()
@@ -181,7 +181,7 @@ var _ cache.ResourceEventHandler = (*blockingHandler)(nil)
 // cleanup: it cancels Run, waits for it and closes c.
 func runUntilCleanup(t *testing.T, c *boltinformer.Cache, inf *boltinformer.Informer) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	ran := make(chan struct{})
 	go func() { defer close(ran); inf.RunWithContext(ctx) }()
 	var once sync.Once

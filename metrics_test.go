@@ -57,7 +57,7 @@ var wantFamilies = map[string]struct {
 func TestMetricsFollowConventions(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	path := filepath.Join(t.TempDir(), "c.db")
-	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true, Registerer: reg})
+	c, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t), NoSync: true, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ boltinformer_watch_resumes_total{file="%[1]s",store="Pod.v1"} 0
 		t.Errorf("before Run: %v", err)
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	testutil.Eventually(t, "sync", waitTimeout, inf.HasSynced)
@@ -181,7 +181,7 @@ func TestTwoCachesShareARegisterer(t *testing.T) {
 	var paths []string
 	for _, name := range []string{"a.db", "b.db"} {
 		path := filepath.Join(dir, name)
-		c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true, Registerer: reg})
+		c, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t), NoSync: true, Registerer: reg})
 		if err != nil {
 			t.Fatalf("open %s on a shared registerer: %v", name, err)
 		}
@@ -247,7 +247,7 @@ func TestStoredRVTimestampMovesOnlyWithTheStoredRV(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
 	lw := &pagedLW{items: []v1.Pod{rvPod("a", "8"), rvPod("b", "9")}, rv: "10", watches: make(chan *watch.RaceFreeFakeWatcher, 10)}
 	reg := prometheus.NewPedanticRegistry()
-	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true, Registerer: reg})
+	c, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t), NoSync: true, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestStoredRVTimestampMovesOnlyWithTheStoredRV(t *testing.T) {
 	if got := ts(); got != 0 {
 		t.Fatalf("before the first sync: %v, want 0 (no stored RV)", got)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	testutil.Eventually(t, "sync", waitTimeout, inf.HasSynced)
@@ -328,7 +328,7 @@ func TestStoredRVTimestampMovesOnlyWithTheStoredRV(t *testing.T) {
 	// Warm start of a store that stays quiet: the series is there at once,
 	// with the time the file says the RV last moved.
 	reg = prometheus.NewPedanticRegistry()
-	c, err = boltinformer.Open(path, boltinformer.Options{NoSync: true, Registerer: reg})
+	c, err = boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t), NoSync: true, Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}

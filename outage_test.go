@@ -161,7 +161,7 @@ func TestClusterIdentityAskedOncePerCacheWhileUnreachable(t *testing.T) {
 		}
 		infs = append(infs, inf)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	ran := make(chan struct{}, len(infs))
 	for _, inf := range infs {
 		go func() { defer func() { ran <- struct{}{} }(); inf.RunWithContext(ctx) }()

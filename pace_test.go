@@ -46,7 +46,7 @@ func startPaced(t *testing.T, n, page int, clk clock.WithTicker, h cache.Resourc
 // startPacedOn is startPaced on the file at path and the source lw.
 func startPacedOn(t *testing.T, path string, lw cache.ListerWatcher, page int, clk clock.WithTicker, h cache.ResourceEventHandler) (*boltinformer.Informer, context.CancelFunc) {
 	t.Helper()
-	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
+	c, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t), NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func startPacedOn(t *testing.T, path string, lw cache.ListerWatcher, page int, c
 	if _, err := inf.AddEventHandler(h); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	var once sync.Once

@@ -18,7 +18,7 @@ import (
 // storeNames lists the stores of the closed file at path.
 func storeNames(t *testing.T, path string) []string {
 	t.Helper()
-	db, err := cachefile.Open(path, cachefile.Options{ReadOnly: true})
+	db, err := cachefile.Open(path, cachefile.Options{Logger: testutil.Logger(t), ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestOpenDropsStoresUnusedForLong(t *testing.T) {
 	// At t0, two stores are written: one under the name the program used
 	// then, one under the name it still uses.
 	for _, name := range []string{"Pod.v1-old-selector", "Pod.v1"} {
-		s, err := boltstore.Open(path, name, cachefile.Options{NoSync: true, Now: at(t0)}, boltstore.StoreOptions{Object: &v1.Pod{}})
+		s, err := boltstore.Open(path, name, cachefile.Options{Logger: testutil.Logger(t), NoSync: true, Now: at(t0)}, boltstore.StoreOptions{Object: &v1.Pod{}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func TestOpenDropsStoresUnusedForLong(t *testing.T) {
 		}
 	}
 	// At t0+20d the program starts and makes its informer; nothing changes.
-	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true, Now: at(t0.Add(20 * day))})
+	c, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t), NoSync: true, Now: at(t0.Add(20 * day))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func rebuilds(t *testing.T, path string, opts boltinformer.Options) (*boltinform
 func TestFileRebuildsAreCounted(t *testing.T) {
 	t.Run("corrupt", func(t *testing.T) {
 		path, _ := truncatedCacheFile(t)
-		_, got := rebuilds(t, path, boltinformer.Options{OnCorruption: boltinformer.RebuildOnCorruption})
+		_, got := rebuilds(t, path, boltinformer.Options{Logger: testutil.Logger(t), OnCorruption: boltinformer.RebuildOnCorruption})
 		if want := map[string]float64{"file_rebuilds_total{reason=corrupt}": 1}; !maps.Equal(got, want) {
 			t.Fatalf("counted %v, want %v", got, want)
 		}
@@ -80,11 +80,11 @@ func TestFileRebuildsAreCounted(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := testutil.StatFile(t, path)
-		if _, err := boltinformer.Open(path, boltinformer.Options{NoSync: true}); !errors.Is(err, cachefile.ErrCorruptFile) {
+		if _, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t), NoSync: true}); !errors.Is(err, cachefile.ErrCorruptFile) {
 			t.Fatalf("a damaged older file, FailOnCorruption: %v, want ErrCorruptFile", err)
 		}
 		testutil.Unchanged(t, path, before)
-		c, got := rebuilds(t, path, boltinformer.Options{OnCorruption: boltinformer.RebuildOnCorruption})
+		c, got := rebuilds(t, path, boltinformer.Options{Logger: testutil.Logger(t), OnCorruption: boltinformer.RebuildOnCorruption})
 		want := map[string]float64{"file_rebuilds_total{reason=corrupt}": 1, "file_migrations_total{from=2,result=failed,to=3}": 1}
 		if !maps.Equal(got, want) {
 			t.Fatalf("counted %v, want %v", got, want)
@@ -96,7 +96,7 @@ func TestFileRebuildsAreCounted(t *testing.T) {
 	t.Run("not durable", func(t *testing.T) {
 		dir := t.TempDir()
 		building := filepath.Join(dir, "building.db")
-		db, err := cachefile.Open(building, cachefile.Options{Unsynced: true})
+		db, err := cachefile.Open(building, cachefile.Options{Logger: testutil.Logger(t), Unsynced: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func TestFileRebuildsAreCounted(t *testing.T) {
 		if err := os.WriteFile(cachefile.MarkerPath(path), []byte("building.db\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, got := rebuilds(t, path, boltinformer.Options{})
+		_, got := rebuilds(t, path, boltinformer.Options{Logger: testutil.Logger(t)})
 		if want := map[string]float64{"file_rebuilds_total{reason=not_durable}": 1}; !maps.Equal(got, want) {
 			t.Fatalf("counted %v, want %v", got, want)
 		}

@@ -41,17 +41,17 @@ func (r *tombRecorder) record(key, ev string) {
 }
 
 func (r *tombRecorder) OnAdd(obj any, initial bool) {
-	r.record(keyOf(obj), fmt.Sprintf("add@%s initial=%v", rvOf(obj), initial))
+	r.record(keyOf(obj), fmt.Sprintf("add@%s initial=%v", testutil.RVOf(obj), initial))
 }
 func (r *tombRecorder) OnUpdate(old, obj any) {
-	r.record(keyOf(obj), fmt.Sprintf("update@%s->%s", rvOf(old), rvOf(obj)))
+	r.record(keyOf(obj), fmt.Sprintf("update@%s->%s", testutil.RVOf(old), testutil.RVOf(obj)))
 }
 func (r *tombRecorder) OnDelete(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		r.record(t.Key, "tombstone of @"+rvOf(t.Obj))
+		r.record(t.Key, "tombstone of @"+testutil.RVOf(t.Obj))
 		return
 	}
-	r.record(keyOf(obj), "delete@"+rvOf(obj))
+	r.record(keyOf(obj), "delete@"+testutil.RVOf(obj))
 }
 
 func (r *tombRecorder) of(key string) string {

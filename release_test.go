@@ -56,7 +56,7 @@ func TestStoppedInformerFreesStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan struct{})
 	go func() { defer close(done); first.RunWithContext(ctx) }()
 	syncCtx, syncCancel := context.WithTimeout(ctx, waitTimeout)
@@ -103,7 +103,7 @@ func TestReleaseInformer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("informer on a released store: %v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan struct{})
 	go func() { defer close(done); running.RunWithContext(ctx) }()
 	syncCtx, syncCancel := context.WithTimeout(ctx, waitTimeout)
@@ -111,7 +111,7 @@ func TestReleaseInformer(t *testing.T) {
 	if !cache.WaitForCacheSync(syncCtx.Done(), running.HasSynced) {
 		t.Fatal("informer did not sync")
 	}
-	short, shortCancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	short, shortCancel := context.WithTimeout(testutil.Context(t), 50*time.Millisecond)
 	defer shortCancel()
 	if err := c.ReleaseInformer(short, running); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("ReleaseInformer of a running informer: %v, want DeadlineExceeded", err)

@@ -153,7 +153,7 @@ func TestRelistNotifiesInClientGosOrder(t *testing.T) {
 	if _, err := theirs.AddEventHandler(theirRec); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	var wg sync.WaitGroup
 	wg.Go(func() { theirs.RunWithContext(ctx) })
 	t.Cleanup(func() {

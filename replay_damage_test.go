@@ -36,7 +36,7 @@ func startWithHandler(t *testing.T, path string, lw *recordingLW, on boltinforme
 	if _, err := inf.AddEventHandler(rec); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	stop := func() {
@@ -167,7 +167,7 @@ func garbagePayload(t *testing.T, path, key string) {
 func TestLateHandlerReplayFailsOnAPayloadThatDoesNotDecode(t *testing.T) {
 	path := syncedFile(t) // a@8 b@9 c@10
 	garbagePayload(t, path, "ns/b")
-	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
+	c, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t), NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestLateHandlerReplayFailsOnAPayloadThatDoesNotDecode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	defer func() {

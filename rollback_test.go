@@ -62,7 +62,7 @@ func TestOpenResumesFromANewerFileItCanWrite(t *testing.T) {
 	path := writeFixture(t, cachefile.Version)
 	newer := cachefile.Version + 1
 	stampNewer(t, path, newer, cachefile.Version, cachefile.Version)
-	r := runFixture(t, path, boltinformer.Options{})
+	r := runFixture(t, path, boltinformer.Options{Logger: testutil.Logger(t)})
 	r.assertResumed(t)
 	for _, reason := range []string{"corrupt", "newer_schema", "not_durable"} {
 		if n := counter(t, r.reg, "boltinformer_file_rebuilds_total", map[string]string{"reason": reason}); n != 0 {
@@ -88,7 +88,7 @@ func TestOpenSetsAsideANewerFileItCannotWrite(t *testing.T) {
 	newer := cachefile.Version + 2
 	stampNewer(t, path, newer, newer, newer)
 	before := testutil.StatFile(t, path)
-	_, err := boltinformer.Open(path, boltinformer.Options{NoSync: true, RefuseNewerSchema: true})
+	_, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t), NoSync: true, RefuseNewerSchema: true})
 	if !errors.Is(err, cachefile.ErrNewerSchema) {
 		t.Fatalf("RefuseNewerSchema: %v, want ErrNewerSchema", err)
 	}
@@ -99,7 +99,7 @@ func TestOpenSetsAsideANewerFileItCannotWrite(t *testing.T) {
 	if err := os.WriteFile(earlier, []byte("an earlier rollback's copy"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := runFixture(t, path, boltinformer.Options{})
+	r := runFixture(t, path, boltinformer.Options{Logger: testutil.Logger(t)})
 	r.converge(t)
 	h := schemafixture.History()
 	// A cold start: a WatchList, which the history server refuses, then
@@ -136,7 +136,7 @@ func TestSetAsideThroughALink(t *testing.T) {
 	if err := os.Symlink(real, link); err != nil {
 		t.Fatal(err)
 	}
-	c, err := boltinformer.Open(link, boltinformer.Options{NoSync: true})
+	c, err := boltinformer.Open(link, boltinformer.Options{Logger: testutil.Logger(t), NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}

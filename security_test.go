@@ -32,7 +32,7 @@ func syncOnce(t *testing.T, path string, opts boltinformer.Options, sources map[
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	var wg sync.WaitGroup
 	var synced []cache.InformerSynced
 	for obj, lw := range sources {
@@ -75,7 +75,7 @@ func TestEncryptionSealsSecretsByDefault(t *testing.T) {
 		secrets.Add(&v1.Secret{ObjectMeta: meta, Data: map[string][]byte{"password": []byte("hunter2-secret")}})
 		cms.Add(&v1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"k": "hunter2-configmap"}})
 		path := filepath.Join(t.TempDir(), "cache.db")
-		opts := boltinformer.Options{NoSync: true, Encryption: &boltinformer.EncryptionOptions{KeyFile: keyFile, AllResources: all}}
+		opts := boltinformer.Options{Logger: testutil.Logger(t), NoSync: true, Encryption: &boltinformer.EncryptionOptions{KeyFile: keyFile, AllResources: all}}
 		syncOnce(t, path, opts, map[runtime.Object]cache.ListerWatcher{&v1.Secret{}: secrets, &v1.ConfigMap{}: cms})
 		want := "[hunter2-configmap]"
 		if all {
@@ -101,7 +101,7 @@ func TestEncryptionSealsSecretsByDefault(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := boltinformer.Open(filepath.Join(t.TempDir(), "c.db"), boltinformer.Options{Encryption: &boltinformer.EncryptionOptions{}}); !errors.Is(err, encryption.ErrKeyFile) {
+	if _, err := boltinformer.Open(filepath.Join(t.TempDir(), "c.db"), boltinformer.Options{Logger: testutil.Logger(t), Encryption: &boltinformer.EncryptionOptions{}}); !errors.Is(err, encryption.ErrKeyFile) {
 		t.Fatalf("encryption without a key: %v", err)
 	}
 }
@@ -217,7 +217,7 @@ func TestEncryptionFollowsTheResource(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ctx, cancel := context.WithCancel(context.Background())
+			ctx, cancel := context.WithCancel(testutil.Context(t))
 			done := make(chan struct{})
 			go func() { defer close(done); inf.RunWithContext(ctx) }()
 			synced := cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)

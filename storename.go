@@ -4,12 +4,15 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/boltinformer/boltinformer/internal/cachefile"
 )
 
 // DefaultStoreName is the store name an informer of gvk gets when
@@ -54,4 +57,22 @@ func ScopedStoreName(base, namespace string, list metav1.ListOptions, transform 
 		return base
 	}
 	return base + "{" + strings.Join(q, ",") + "}"
+}
+
+// storeIdentity is the identity of an informer's store. Its group is the
+// resource's: the example object's, or, when the example does not name its
+// kind (dynamic and metadata-only informers), InformerOptions.Group.
+func storeIdentity(gvk schema.GroupVersionKind, opts InformerOptions) (*cachefile.Identity, error) {
+	group := opts.Group
+	if gvk.Kind != "" {
+		if opts.Group != "" && opts.Group != gvk.Group {
+			return nil, fmt.Errorf("%w: InformerOptions.Group %q differs from the example object's group %q", ErrUnknownKind, opts.Group, gvk.Group)
+		}
+		group = gvk.Group
+	}
+	return &cachefile.Identity{
+		Group: group, Version: gvk.Version, Kind: gvk.Kind, Resource: opts.Resource,
+		Namespace: opts.Namespace, LabelSelector: opts.LabelSelector, FieldSelector: opts.FieldSelector,
+		Scope: opts.Scope,
+	}, nil
 }

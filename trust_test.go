@@ -166,7 +166,7 @@ func editRecord(t *testing.T, path, key string, edit func(v []byte) ([]byte, err
 func TestDamagedRecordFailsTheWarmStart(t *testing.T) {
 	path := syncedFile(t)
 	flipRecordByte(t, path, "ns/b")
-	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
+	c, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t), NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestDamagedRecordFailsTheWarmStart(t *testing.T) {
 func TestDamagedRecordRebuildsTheStore(t *testing.T) {
 	path := syncedFile(t)
 	flipRecordByte(t, path, "ns/b")
-	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true, OnCorruption: boltinformer.RebuildOnCorruption})
+	c, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t), NoSync: true, OnCorruption: boltinformer.RebuildOnCorruption})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestDamagedRecordRebuildsTheStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	testutil.Eventually(t, "the rebuilt store to sync", waitTimeout, inf.HasSynced)

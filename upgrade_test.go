@@ -138,7 +138,7 @@ func runFixture(t *testing.T, path string, opts boltinformer.Options) *fixtureRu
 		_ = c.Close()
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan struct{})
 	go func() { defer close(done); r.inf.RunWithContext(ctx) }()
 	var once sync.Once
@@ -230,7 +230,7 @@ func writeFixture(t *testing.T, version uint64) string {
 func TestOpenUpgradesAnOlderFile(t *testing.T) {
 	from := cachefile.Version - 1
 	path := writeFixture(t, from)
-	r := runFixture(t, path, boltinformer.Options{})
+	r := runFixture(t, path, boltinformer.Options{Logger: testutil.Logger(t)})
 	r.assertResumed(t)
 	labels := map[string]string{"from": fmt.Sprint(from), "to": fmt.Sprint(cachefile.Version), "result": "ok"}
 	if n := counter(t, r.reg, "boltinformer_file_migrations_total", labels); n != 1 {
@@ -256,7 +256,7 @@ func TestOpenUpgradesAnOlderFile(t *testing.T) {
 func TestOpenRefusesAnOlderFileWhenAsked(t *testing.T) {
 	path := writeFixture(t, cachefile.Version-1)
 	before := testutil.StatFile(t, path)
-	_, err := boltinformer.Open(path, boltinformer.Options{NoSync: true, RefuseOlderSchema: true})
+	_, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t), NoSync: true, RefuseOlderSchema: true})
 	if !errors.Is(err, cachefile.ErrNeedsMigration) {
 		t.Fatalf("Open: %v, want ErrNeedsMigration", err)
 	}

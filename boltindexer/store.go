@@ -3,6 +3,7 @@ package boltindexer
 import (
 	"fmt"
 
+	"github.com/go-logr/logr"
 	bolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -43,6 +44,10 @@ type Options struct {
 	// when the code reading keeps small parts (names, labels) of many
 	// objects for long, or strings.Clone what it keeps.
 	CopyStrings bool
+	// Logger receives the read errors of List, ListKeys and
+	// ListIndexFuncValues, which the interface gives no error to return
+	// (utilruntime.HandleErrorWithLogger); klog.Background() if zero.
+	Logger logr.Logger
 }
 
 // New returns the store name of f, a file opened with cachefile.Open, for
@@ -56,6 +61,7 @@ func New(f *cachefile.File, name string, opts Options) (*Store, error) {
 		Indexers:    opts.Indexers,
 		Keys:        opts.Keys,
 		CopyStrings: opts.CopyStrings,
+		Logger:      opts.Logger,
 	})
 	if err != nil {
 		return nil, err
@@ -118,8 +124,8 @@ func (s *Store) Bookmark(rv string) { s.impl().Bookmark(rv) }
 func (s *Store) LastStoreSyncResourceVersion() string { return s.impl().LastStoreSyncResourceVersion() }
 
 // List decodes every object. Prefer ForEach, which does not hold them all.
-// A read error of the file is reported through utilruntime.HandleError (the
-// interface has no error to return); so are those of ListKeys and
+// A read error of the file is reported to Options.Logger (the interface
+// has no error to return); so are those of ListKeys and
 // ListIndexFuncValues.
 func (s *Store) List() []interface{} { return s.impl().List() }
 

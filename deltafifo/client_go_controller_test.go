@@ -80,7 +80,7 @@ func runController(t *testing.T, queue cache.Queue) []string {
 		ProcessBatch:  log.processBatch,
 	})
 
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -112,9 +112,11 @@ func runController(t *testing.T, queue cache.Queue) []string {
 
 func TestQueueDrivesClientGoController(t *testing.T) {
 	// As client-go v0.37's informers configure their RealFIFO.
-	opts := cache.RealFIFOOptions{AtomicEvents: true, UnlockWhileProcessing: true, EmitDeltaTypeBookmark: true}
+	logger := testutil.Logger(t)
+	opts := cache.RealFIFOOptions{AtomicEvents: true, UnlockWhileProcessing: true, EmitDeltaTypeBookmark: true, Logger: &logger}
 	want := runController(t, cache.NewRealFIFOWithOptions(opts))
 	got := runController(t, NewQueue(QueueOptions{
+		Logger:                &logger,
 		AtomicEvents:          opts.AtomicEvents,
 		UnlockWhileProcessing: opts.UnlockWhileProcessing,
 		EmitDeltaTypeBookmark: opts.EmitDeltaTypeBookmark,

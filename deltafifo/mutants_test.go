@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // The tests in this file check the differential tests themselves: each
@@ -180,11 +182,11 @@ func TestQueueDifferentialCatchesMutants(t *testing.T) {
 			}
 			var err error
 			if m.scripted != "" {
-				err = runQueueDifferential(m.cfg, scriptedQueueRuns()[m.scripted], newKnownStore(), newOurs)
+				err = runQueueDifferential(testutil.Logger(t), m.cfg, scriptedQueueRuns()[m.scripted], newKnownStore(), newOurs)
 			} else {
 				for seed := uint64(1); seed <= 8 && err == nil; seed++ {
 					gen := newOpGen(seed, genConfig{ops: 3000, keys: 12, transformErrs: m.cfg.transform, batches: true, bookmarks: true})
-					err = runQueueDifferential(m.cfg, gen.sequence(), initialKnown(seed, 12), newOurs)
+					err = runQueueDifferential(testutil.Logger(t), m.cfg, gen.sequence(), initialKnown(seed, 12), newOurs)
 				}
 			}
 			switch {

@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // realFIFO is the API shared by cache.RealFIFO and Queue that the
@@ -47,8 +50,9 @@ func (c queueConfig) knownObjects(known *knownStore) cache.KeyListerGetter {
 	return known
 }
 
-func (c queueConfig) newRef(known *knownStore) realFIFO {
+func (c queueConfig) newRef(known *knownStore, logger klog.Logger) realFIFO {
 	return cache.NewRealFIFOWithOptions(cache.RealFIFOOptions{
+		Logger:                &logger,
 		KeyFunction:           testKeyFunc,
 		KnownObjects:          c.knownObjects(known),
 		Transformer:           c.transformer(),
@@ -58,8 +62,9 @@ func (c queueConfig) newRef(known *knownStore) realFIFO {
 	})
 }
 
-func (c queueConfig) options(known *knownStore) QueueOptions {
+func (c queueConfig) options(known *knownStore, logger klog.Logger) QueueOptions {
 	return QueueOptions{
+		Logger:                &logger,
 		KeyFunction:           testKeyFunc,
 		KnownObjects:          c.knownObjects(known),
 		Transformer:           c.transformer(),
@@ -195,13 +200,13 @@ func (s *realSide) state() realState {
 // newOurs makes, both configured by cfg with the same initial
 // KnownObjects, and returns the first difference in what they return, what
 // their consumers see, what they hold, or what HasSynced says. It ends by
-// closing and draining both.
-func runQueueDifferential(cfg queueConfig, ops []op, initial *knownStore, newOurs func(QueueOptions) realFIFO) error {
+// closing and draining both. Both queues log to logger.
+func runQueueDifferential(logger klog.Logger, cfg queueConfig, ops []op, initial *knownStore, newOurs func(QueueOptions) realFIFO) error {
 	refKnown, ourKnown := initial.clone(), initial.clone()
-	ref := &realSide{fifo: cfg.newRef(refKnown), known: refKnown, probe: cfg.unlock}
+	ref := &realSide{fifo: cfg.newRef(refKnown, logger), known: refKnown, probe: cfg.unlock}
 	refItems := unexportedField[[]cache.Delta](ref.fifo, "items")
 	ref.items = func() []cache.Delta { return *refItems }
-	ours := &realSide{fifo: newOurs(cfg.options(ourKnown)), known: ourKnown, probe: cfg.unlock}
+	ours := &realSide{fifo: newOurs(cfg.options(ourKnown, logger)), known: ourKnown, probe: cfg.unlock}
 	ours.items = func() []cache.Delta { return queueOf(ours.fifo).items }
 	sides := []*realSide{ref, ours}
 
@@ -295,7 +300,7 @@ func TestQueueMatchesRealFIFO(t *testing.T) {
 					batches:       true,
 					bookmarks:     true,
 				})
-				if err := runQueueDifferential(cfg, gen.sequence(), initialKnown(seed, 12), newOurQueue); err != nil {
+				if err := runQueueDifferential(testutil.Logger(t), cfg, gen.sequence(), initialKnown(seed, 12), newOurQueue); err != nil {
 					t.Fatalf("seed %d: %v", seed, err)
 				}
 			}
@@ -379,7 +384,7 @@ func TestQueueMatchesRealFIFOScripted(t *testing.T) {
 		for name, ops := range scriptedQueueRuns() {
 			t.Run(name+"/"+cfg.name, func(t *testing.T) {
 				t.Parallel()
-				if err := runQueueDifferential(cfg, ops, newKnownStore(), newOurQueue); err != nil {
+				if err := runQueueDifferential(testutil.Logger(t), cfg, ops, newKnownStore(), newOurQueue); err != nil {
 					t.Fatal(err)
 				}
 			})

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // blockedFor is how long a call must stay blocked to count as blocked. A
@@ -44,6 +46,8 @@ func obj(key string, val int) testObj { return testObj{Key: "ns/" + key, Val: va
 func newTestQueue(t *testing.T, opts QueueOptions) *Queue {
 	t.Helper()
 	opts.KeyFunction = testKeyFunc
+	logger := testutil.Logger(t)
+	opts.Logger = &logger
 	if opts.KnownObjects == nil {
 		opts.AtomicEvents = true
 		opts.EmitDeltaTypeBookmark = true

@@ -5,7 +5,6 @@ import (
 	"sort"
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
@@ -144,8 +143,8 @@ func sameAsOracle(t *testing.T, s *boltstore.Store, oracle cache.Indexer) {
 		}
 		g, _, _ := s.GetByKey(got[i])
 		w, _, _ := oracle.GetByKey(got[i])
-		if rvOf(g) != rvOf(w) {
-			t.Fatalf("%s at RV %s, client-go %s", got[i], rvOf(g), rvOf(w))
+		if testutil.RVOf(g) != testutil.RVOf(w) {
+			t.Fatalf("%s at RV %s, client-go %s", got[i], testutil.RVOf(g), testutil.RVOf(w))
 		}
 	}
 	for _, n := range []string{"node", cache.NamespaceIndex} {
@@ -163,5 +162,3 @@ func sameAsOracle(t *testing.T, s *boltstore.Store, oracle cache.Indexer) {
 		}
 	}
 }
-
-func rvOf(obj interface{}) string { return obj.(*v1.Pod).ResourceVersion }

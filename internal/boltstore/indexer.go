@@ -19,7 +19,7 @@ import (
 // an object that is not of the store's type or has no metadata is refused
 // with an error; and read errors of the file (which the interface cannot
 // return from List, ListKeys, ListIndexFuncValues) are reported through
-// utilruntime.HandleError.
+// utilruntime.HandleErrorWithLogger, on StoreOptions.Logger.
 
 // The client-go write methods (Add, Update, Delete, Replace) change the
 // objects and their index entries exactly as client-go's store does, and
@@ -240,7 +240,7 @@ func (s *Store) List() []interface{} {
 		out = make([]interface{}, 0, len(items))
 		for _, it := range items {
 			if it.err != nil {
-				utilruntime.HandleError(it.err)
+				utilruntime.HandleErrorWithLogger(s.logger, it.err, "Skipping a stored object that does not decode")
 				continue
 			}
 			out = append(out, it.obj)
@@ -248,7 +248,7 @@ func (s *Store) List() []interface{} {
 		return nil
 	})
 	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("store %s: list: %w", s.name, err))
+		utilruntime.HandleErrorWithLogger(s.logger, fmt.Errorf("store %s: list: %w", s.name, err), "Listing the store failed")
 	}
 	return out
 }
@@ -268,7 +268,7 @@ func (s *Store) ListKeys() []string {
 		})
 	})
 	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("store %s: list keys: %w", s.name, err))
+		utilruntime.HandleErrorWithLogger(s.logger, fmt.Errorf("store %s: list keys: %w", s.name, err), "Listing the store's keys failed")
 	}
 	return out
 }

@@ -174,7 +174,7 @@ func (s *Store) ListIndexFuncValues(indexName string) []string {
 		})
 	})
 	if err != nil {
-		utilruntime.HandleError(fmt.Errorf("store %s: index values %q: %w", s.name, indexName, err))
+		utilruntime.HandleErrorWithLogger(s.logger, fmt.Errorf("store %s: index values %q: %w", s.name, indexName, err), "Listing an index's values failed")
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/boltinformer/boltinformer/encryption"
 	"github.com/boltinformer/boltinformer/internal/cachefile"
@@ -53,6 +54,10 @@ type StoreOptions struct {
 	// small parts (names, labels) of many objects for long, or
 	// strings.Clone what it keeps.
 	CopyStrings bool
+	// Logger receives the read errors of the cache.Indexer methods that
+	// have no error to return (List, ListKeys, ListIndexFuncValues), through
+	// utilruntime.HandleErrorWithLogger; klog.Background() if zero.
+	Logger klog.Logger
 }
 
 // OpenReport says what opening a store did to it.
@@ -79,6 +84,9 @@ type Store struct {
 	codec   *objectCodec
 	hot     *hotCache
 	report  OpenReport
+	// logger receives the read errors List, ListKeys and
+	// ListIndexFuncValues cannot return (StoreOptions.Logger).
+	logger klog.Logger
 
 	// indexMu guards indexers and indexVersions. Writers hold it for
 	// reading from the moment they compute index values until their
@@ -137,6 +145,10 @@ func New(db *cachefile.DB, name string, opts StoreOptions) (*Store, error) {
 		codec:         codec,
 		indexers:      cache.Indexers{},
 		indexVersions: map[string]string{},
+		logger:        opts.Logger,
+	}
+	if s.logger.GetSink() == nil {
+		s.logger = klog.Background()
 	}
 	if s.keyFunc == nil {
 		s.keyFunc = cache.MetaNamespaceKeyFunc

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // boltFD finds the descriptor bbolt holds on path.
@@ -43,7 +45,7 @@ func boltFD(t *testing.T, path string) int {
 // where bbolt's descriptor was for one fsync (EINVAL).
 func TestMakeDurableAfterAFailedFsync(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "cache.db")
-	db, err := Open(path, Options{Unsynced: true})
+	db, err := Open(path, Options{Unsynced: true, Logger: testutil.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,9 @@ func openDB(t *testing.T, path string, opts Options) *DB {
 	if opts.LockTimeout == 0 {
 		opts.LockTimeout = time.Second
 	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = testutil.Logger(t)
+	}
 	db, err := Open(path, opts)
 	if err != nil {
 		t.Fatal(err)

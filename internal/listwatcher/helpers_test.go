@@ -91,7 +91,7 @@ func startWith(t *testing.T, opts listwatcher.Options, s setup) *harness {
 		h.mu.Unlock()
 	}
 	h.r = listwatcher.New(h.lw, &corev1.Pod{}, h.sink, opts)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	h.cancel = cancel
 	go func() { h.done <- h.r.Run(ctx) }()
 	t.Cleanup(func() { h.stop() })

@@ -167,7 +167,7 @@ func TestWatchDropsUnstructuredOfAnotherGVK(t *testing.T) {
 	if got := r.TypeDescription(); got != "apps/v1, Kind=Deployment" {
 		t.Errorf("TypeDescription() = %q", got)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
 	defer func() { cancel(); <-done }()

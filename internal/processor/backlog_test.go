@@ -49,7 +49,7 @@ func waitBacklogAsync(ctx context.Context, p *Processor, n int, timeout time.Dur
 }
 
 func TestWaitBacklogReturnsOnceTheHandlerCatchesUp(t *testing.T) {
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 	l, tokens, _ := blocked(t, p, 10)
 
 	res := waitBacklogAsync(context.Background(), p, 3, waitTimeout)
@@ -66,7 +66,7 @@ func TestWaitBacklogReturnsOnceTheHandlerCatchesUp(t *testing.T) {
 
 func TestWaitBacklogGivesUpAfterItsTimeout(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
-	p := New(Options{Clock: clk})
+	p := New(Options{Logger: testLogger(t), Clock: clk})
 	blocked(t, p, 3)
 
 	res := waitBacklogAsync(context.Background(), p, 0, time.Second)
@@ -78,7 +78,7 @@ func TestWaitBacklogGivesUpAfterItsTimeout(t *testing.T) {
 }
 
 func TestWaitBacklogStopsWithItsContext(t *testing.T) {
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 	blocked(t, p, 2)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -91,7 +91,7 @@ func TestWaitBacklogStopsWithItsContext(t *testing.T) {
 func TestWaitBacklogStopsWaitingForARemovedListener(t *testing.T) {
 	for _, how := range []string{"removed", "stopped"} {
 		t.Run(how, func(t *testing.T) {
-			p := New(Options{})
+			p := New(Options{Logger: testLogger(t)})
 			l, tokens, stop := blocked(t, p, 5)
 
 			res := waitBacklogAsync(context.Background(), p, 0, waitTimeout)
@@ -112,7 +112,7 @@ func TestWaitBacklogStopsWaitingForARemovedListener(t *testing.T) {
 
 func TestWaitBacklogWithoutBacklogReturnsAtOnce(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
-	p := New(Options{Clock: clk})
+	p := New(Options{Logger: testLogger(t), Clock: clk})
 	if !p.WaitBacklog(context.Background(), 0, time.Hour) {
 		t.Fatal("WaitBacklog = false with no listener")
 	}

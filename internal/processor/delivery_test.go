@@ -14,7 +14,7 @@ import (
 // up neither Distribute nor another handler; its notifications wait in its
 // own queue and arrive in order once it is unblocked.
 func TestSlowHandlerDoesNotBlockOthers(t *testing.T) {
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 	unblock := make(chan struct{})
 	slow := &recorder{hook: func(event) { <-unblock }}
 	fast := &recorder{}
@@ -64,7 +64,7 @@ func TestSlowHandlerDoesNotBlockOthers(t *testing.T) {
 // TestOrderPreservedPerHandler: handlers of different speeds each see every
 // notification exactly once, in Distribute order.
 func TestOrderPreservedPerHandler(t *testing.T) {
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 	var recs []*recorder
 	for i := range 4 {
 		rng := rand.New(rand.NewSource(int64(i)))
@@ -104,7 +104,7 @@ func TestOrderPreservedPerHandler(t *testing.T) {
 // gets all of them, in order, once it runs; the queue grew far beyond its
 // initial size without blocking Distribute.
 func TestRingBufferGrowth(t *testing.T) {
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 	unblock := make(chan struct{})
 	// Counted in the hook: a recorder would keep 100k events.
 	var delivered, outOfOrder int

@@ -102,7 +102,7 @@ func TestDifferentialAgainstClientGo(t *testing.T) {
 
 	ref := cache.NewSharedIndexInformer(source, &v1.Pod{}, 0, cache.Indexers{})
 	tap := cache.NewSharedIndexInformer(source, &v1.Pod{}, 0, cache.Indexers{})
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 
 	// tapLock is the informer's distribution lock of the contract: held
 	// around Distribute and around a late listener's replay.

@@ -198,3 +198,9 @@ func (s errorSink) Error(err error, _ string, _ ...any) {
 	defer s.log.mu.Unlock()
 	s.log.errs = append(s.log.errs, err)
 }
+
+// testLogger is a logger that writes to t, for Options.Logger.
+func testLogger(t *testing.T) *klog.Logger {
+	l := testutil.Logger(t)
+	return &l
+}

@@ -15,7 +15,7 @@ import (
 // handler goroutine only once the call in progress returns), and the other
 // listeners are unaffected.
 func TestRemoveListenerStopsDelivery(t *testing.T) {
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 	inCall := make(chan struct{}, 1)
 	unblock := make(chan struct{})
 	removed := &recorder{hook: func(e event) {
@@ -69,7 +69,7 @@ func TestRemoveListenerStopsDelivery(t *testing.T) {
 // TestRemoveListenerBeforeRun: a listener removed before Run never starts
 // and its ShutdownChan is closed at once.
 func TestRemoveListenerBeforeRun(t *testing.T) {
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 	h := &recorder{}
 	l := addListener(t, p, h, ListenerOptions{})
 	if err := p.RemoveListener(l); err != nil {
@@ -87,7 +87,7 @@ func TestRemoveListenerBeforeRun(t *testing.T) {
 // another processor is not registered here, so removing it does nothing and
 // returns nil, as client-go's removeListener does for an unknown handle.
 func TestRemoveListenerInvalid(t *testing.T) {
-	p, other := New(Options{}), New(Options{})
+	p, other := New(Options{Logger: testLogger(t)}), New(Options{Logger: testLogger(t)})
 	if err := p.RemoveListener(nil); !errors.Is(err, ErrInvalidListener) {
 		t.Errorf("nil: RemoveListener = %v, want ErrInvalidListener", err)
 	}
@@ -101,7 +101,7 @@ func TestRemoveListenerInvalid(t *testing.T) {
 }
 
 func TestAddListenerInvalid(t *testing.T) {
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 	if _, err := p.AddListener(nil, ListenerOptions{UpstreamSynced: syncedUpstream()}); !errors.Is(err, ErrNilHandler) {
 		t.Errorf("nil handler: %v, want ErrNilHandler", err)
 	}
@@ -119,7 +119,7 @@ func TestAddListenerInvalid(t *testing.T) {
 // stopped: AddListener fails, Distribute and Add do nothing and do not
 // block.
 func TestRunWaitsForHandlers(t *testing.T) {
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 	inCall := make(chan struct{})
 	unblock := make(chan struct{})
 	h := &recorder{hook: func(event) {
@@ -169,7 +169,7 @@ func TestRunWaitsForHandlers(t *testing.T) {
 // TestDistributeBeforeRun: with listeners, Distribute waits for Run (as
 // client-go does) and nothing is lost; without listeners it returns at once.
 func TestDistributeBeforeRun(t *testing.T) {
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 	p.Distribute(Add{Obj: 0}) // no listener: returns
 
 	h := &recorder{}
@@ -191,7 +191,7 @@ func TestDistributeBeforeRun(t *testing.T) {
 // TestAddListenerWhileRunning: a listener added to a running processor
 // starts at once and gets what is distributed from then on.
 func TestAddListenerWhileRunning(t *testing.T) {
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 	early := &recorder{}
 	addListener(t, p, early, ListenerOptions{})
 	runProcessor(t, p)
@@ -208,7 +208,7 @@ func TestAddListenerWhileRunning(t *testing.T) {
 // TestRemoveFromHandler: a handler may remove its own listener; its
 // goroutines exit after the call.
 func TestRemoveFromHandler(t *testing.T) {
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 	var l *Listener
 	h := &recorder{}
 	h.hook = func(event) {
@@ -233,7 +233,7 @@ func TestRemoveFromHandler(t *testing.T) {
 // TestMaxPending: the backlog of the slowest handler, not the sum, and it
 // drains once the handler returns.
 func TestMaxPending(t *testing.T) {
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 	inCall := make(chan struct{}, 1)
 	unblock := make(chan struct{})
 	slow := &recorder{hook: func(e event) {

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,36 +53,6 @@ func TestHandlerPanicCrashesTheProcess(t *testing.T) {
 	}
 }
 
-// panicCount counts the panics utilruntime.PanicHandlers saw.
-type panicCount struct {
-	mu     sync.Mutex
-	values []any
-}
-
-func (c *panicCount) Len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.values)
-}
-
-// surviveCrashes turns utilruntime.ReallyCrash off for the test, as a
-// process that wants to outlive handler panics does, and counts the panics
-// the PanicHandlers see.
-func surviveCrashes(t *testing.T) *panicCount {
-	t.Helper()
-	c := &panicCount{}
-	crash, handlers := utilruntime.ReallyCrash, utilruntime.PanicHandlers
-	utilruntime.ReallyCrash = false
-	utilruntime.PanicHandlers = append([]func(context.Context, any){}, handlers...)
-	utilruntime.PanicHandlers = append(utilruntime.PanicHandlers, func(_ context.Context, r any) {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		c.values = append(c.values, r)
-	})
-	t.Cleanup(func() { utilruntime.ReallyCrash, utilruntime.PanicHandlers = crash, handlers })
-	return c
-}
-
 // TestHandlerPanicWithoutReallyCrash: with ReallyCrash off, a panic in any
 // handler method runs the PanicHandlers; the notification is skipped, the
 // listener waits the panic backoff on its clock, then delivers later
@@ -95,9 +64,9 @@ func TestHandlerPanicWithoutReallyCrash(t *testing.T) {
 		"delete": Delete{Obj: "boom"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			panics := surviveCrashes(t)
+			panics := testutil.SurviveCrashes(t)
 			clk := testingclock.NewFakeClock(time.Now())
-			p := New(Options{Clock: clk})
+			p := New(Options{Logger: testLogger(t), Clock: clk})
 			h := &recorder{hook: func(e event) {
 				if e.obj == "boom" {
 					panic("handler bug")
@@ -134,8 +103,8 @@ func TestHandlerPanicWithoutReallyCrash(t *testing.T) {
 // handler panicked is not counted as delivered, so the listener's HasSynced
 // stays false while one that did not panic syncs, as in client-go.
 func TestPanicInInitialAddLeavesListenerUnsynced(t *testing.T) {
-	panics := surviveCrashes(t)
-	p := New(Options{PanicBackoff: -1})
+	panics := testutil.SurviveCrashes(t)
+	p := New(Options{Logger: testLogger(t), PanicBackoff: -1})
 	up := newUpstream()
 	bad := addListener(t, p, &recorder{hook: func(e event) {
 		if e.obj == 1 {
@@ -155,9 +124,9 @@ func TestPanicInInitialAddLeavesListenerUnsynced(t *testing.T) {
 // TestNegativePanicBackoff: with a negative backoff the next notification is
 // delivered without waiting on the clock.
 func TestNegativePanicBackoff(t *testing.T) {
-	surviveCrashes(t)
+	testutil.SurviveCrashes(t)
 	clk := testingclock.NewFakeClock(time.Now())
-	p := New(Options{Clock: clk, PanicBackoff: -1})
+	p := New(Options{Logger: testLogger(t), Clock: clk, PanicBackoff: -1})
 	h := &recorder{hook: func(e event) {
 		if e.obj == "boom" {
 			panic("handler bug")
@@ -173,9 +142,9 @@ func TestNegativePanicBackoff(t *testing.T) {
 // TestRemoveDuringPanicBackoff: removal cuts a panic backoff short; the
 // handler goroutine exits without the clock moving.
 func TestRemoveDuringPanicBackoff(t *testing.T) {
-	surviveCrashes(t)
+	testutil.SurviveCrashes(t)
 	clk := testingclock.NewFakeClock(time.Now())
-	p := New(Options{Clock: clk})
+	p := New(Options{Logger: testLogger(t), Clock: clk})
 	h := &recorder{hook: func(event) { panic("always") }}
 	l := addListener(t, p, h, ListenerOptions{})
 	runProcessor(t, p)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/klog/v2"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/boltinformer/boltinformer/internal/testutil"
@@ -29,7 +28,7 @@ func TestDetermineResyncPeriod(t *testing.T) {
 		{desired: 60 * time.Second, check: 30 * time.Second, want: 60 * time.Second},
 		{desired: -time.Second, check: 30 * time.Second, want: 30 * time.Second}, // client-go's arithmetic
 	} {
-		if got := DetermineResyncPeriod(klog.Background(), tc.desired, tc.check); got != tc.want {
+		if got := DetermineResyncPeriod(testutil.Logger(t), tc.desired, tc.check); got != tc.want {
 			t.Errorf("DetermineResyncPeriod(%v, %v) = %v, want %v", tc.desired, tc.check, got, tc.want)
 		}
 	}
@@ -59,7 +58,7 @@ func TestAddListenerResyncPeriods(t *testing.T) {
 		{name: "negative", informer: 30 * time.Second, requested: d(-time.Second), wantRequested: -time.Second, wantEffective: 30 * time.Second, wantCheck: 30 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := New(Options{ResyncPeriod: tc.informer})
+			p := New(Options{Logger: testLogger(t), ResyncPeriod: tc.informer})
 			if tc.frozen {
 				if got := p.FreezeResyncCheckPeriod(); got != tc.informer {
 					t.Fatalf("FreezeResyncCheckPeriod = %v, want %v", got, tc.informer)
@@ -82,7 +81,7 @@ func TestAddListenerResyncPeriods(t *testing.T) {
 // TestRunFreezesResyncCheckPeriod: once running, a shorter request no longer
 // lowers the check period.
 func TestRunFreezesResyncCheckPeriod(t *testing.T) {
-	p := New(Options{ResyncPeriod: 30 * time.Second})
+	p := New(Options{Logger: testLogger(t), ResyncPeriod: 30 * time.Second})
 	first := addListener(t, p, &recorder{}, ListenerOptions{ResyncPeriod: ptr(20 * time.Second)})
 	runProcessor(t, p)
 	second := addListener(t, p, &recorder{}, ListenerOptions{ResyncPeriod: ptr(5 * time.Second)})
@@ -101,7 +100,7 @@ func TestRunFreezesResyncCheckPeriod(t *testing.T) {
 func TestShouldResyncSchedule(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	clk := testingclock.NewFakeClock(t0)
-	p := New(Options{ResyncPeriod: 10 * time.Second, Clock: clk})
+	p := New(Options{Logger: testLogger(t), ResyncPeriod: 10 * time.Second, Clock: clk})
 	recs := map[string]*recorder{"never": {}, "ten": {}, "twentyfive": {}}
 	addListener(t, p, recs["never"], ListenerOptions{ResyncPeriod: ptr(time.Duration(0))})
 	addListener(t, p, recs["ten"], ListenerOptions{})
@@ -145,7 +144,7 @@ func TestShouldResyncSchedule(t *testing.T) {
 // for the sync-typed updates of a relist); the next check clears it.
 func TestNewListenerGetsSyncUntilFirstCheck(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
-	p := New(Options{ResyncPeriod: 10 * time.Second, Clock: clk})
+	p := New(Options{Logger: testLogger(t), ResyncPeriod: 10 * time.Second, Clock: clk})
 	recs := map[string]*recorder{"never": {}}
 	addListener(t, p, recs["never"], ListenerOptions{ResyncPeriod: ptr(time.Duration(0))})
 	runProcessor(t, p)

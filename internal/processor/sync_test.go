@@ -16,7 +16,7 @@ var _ cache.ResourceEventHandlerRegistration = (*Listener)(nil)
 // the upstream has synced AND the handler returned from every initial-list
 // add; a handler blocked in its first initial add keeps it false.
 func TestHasSyncedNeedsUpstreamAndInitialList(t *testing.T) {
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 	up := newUpstream()
 	unblock := make(chan struct{})
 	blocked := &recorder{hook: func(e event) {
@@ -60,7 +60,7 @@ func TestHasSyncedNeedsUpstreamAndInitialList(t *testing.T) {
 // TestHasSyncedIgnoresLiveAdds: adds outside the initial list do not hold
 // HasSynced back.
 func TestHasSyncedIgnoresLiveAdds(t *testing.T) {
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 	unblock := make(chan struct{})
 	h := &recorder{hook: func(event) { <-unblock }}
 	l := addListener(t, p, h, ListenerOptions{})
@@ -76,7 +76,7 @@ func TestHasSyncedIgnoresLiveAdds(t *testing.T) {
 // until the handler returned from every replayed add, even though the
 // upstream synced long ago.
 func TestReplayToLateListener(t *testing.T) {
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 	runProcessor(t, p)
 	up := syncedUpstream()
 
@@ -113,7 +113,7 @@ func TestReplayToLateListener(t *testing.T) {
 // TestNoSyncWithoutEndReplay: a listener whose replay never ends never
 // reports synced; the upstream alone is not enough.
 func TestNoSyncWithoutEndReplay(t *testing.T) {
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 	l, err := p.AddListener(&recorder{}, ListenerOptions{UpstreamSynced: syncedUpstream()})
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +127,7 @@ func TestNoSyncWithoutEndReplay(t *testing.T) {
 // TestAddWaitsForRun: Add before Run waits and is delivered once Run
 // starts; the replay's initial adds are counted before the upstream.
 func TestAddWaitsForRun(t *testing.T) {
-	p := New(Options{})
+	p := New(Options{Logger: testLogger(t)})
 	h := &recorder{}
 	l, err := p.AddListener(h, ListenerOptions{UpstreamSynced: syncedUpstream()})
 	if err != nil {

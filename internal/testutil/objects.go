@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
@@ -78,4 +79,13 @@ func PodIndexers() cache.Indexers {
 			return nil, nil
 		},
 	}
+}
+
+// RVOf is obj's resourceVersion, or "?" for what has no object metadata
+// (a cache.DeletedFinalStateUnknown), for handlers that record events.
+func RVOf(obj any) string {
+	if m, err := meta.Accessor(obj); err == nil {
+		return m.GetResourceVersion()
+	}
+	return "?"
 }

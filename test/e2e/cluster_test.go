@@ -17,6 +17,7 @@ import (
 	"github.com/boltinformer/boltinformer/internal/boltstore"
 	"github.com/boltinformer/boltinformer/internal/listwatcher"
 	"github.com/boltinformer/boltinformer/internal/testcluster"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // startFreshCluster starts, in the background, a cluster of its own: a new
@@ -206,7 +207,7 @@ func TestClusterReplaced(t *testing.T) {
 		// The store was emptied before the replay: handlers saw only the busy
 		// cluster's objects, as adds.
 		for _, e := range ri.rec.Events() {
-			if e.typ != "add" || rvOf(want[e.key]) != e.rv {
+			if e.typ != "add" || testutil.RVOf(want[e.key]) != e.rv {
 				t.Fatalf("handler saw %v, which is not an add of the busy cluster's object", e)
 			}
 		}

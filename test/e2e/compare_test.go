@@ -7,11 +7,12 @@ import (
 	"testing"
 
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
-
-	"github.com/boltinformer/boltinformer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/boltinformer/boltinformer"
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // objects returns the objects an informer's store holds, by key.
@@ -64,7 +65,7 @@ func listObjects(t *testing.T, cl *client, resource, ns string, opts metav1.List
 func rvs(objs map[string]runtime.Object) map[string]string {
 	out := make(map[string]string, len(objs))
 	for k, o := range objs {
-		out[k] = rvOf(o)
+		out[k] = testutil.RVOf(o)
 	}
 	return out
 }

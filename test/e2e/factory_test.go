@@ -122,7 +122,7 @@ func (r *factoryRun) startGeneric(t *testing.T, f genericFactory, gvr schema.Gro
 func keyRVs[T runtime.Object](objs []T) map[string]string {
 	out := map[string]string{}
 	for _, o := range objs {
-		out[keyOf(o)] = rvOf(o)
+		out[keyOf(o)] = testutil.RVOf(o)
 	}
 	return out
 }

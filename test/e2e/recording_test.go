@@ -6,12 +6,13 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 // recordingLW is a ListerWatcher on the apiserver that records the options
@@ -152,13 +153,6 @@ type recorder struct {
 	events []event
 }
 
-func rvOf(obj interface{}) string {
-	if m, err := meta.Accessor(obj); err == nil {
-		return m.GetResourceVersion()
-	}
-	return "?"
-}
-
 func keyOf(obj interface{}) string {
 	k, _ := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	return k
@@ -171,19 +165,19 @@ func (r *recorder) add(e event) {
 }
 
 func (r *recorder) OnAdd(obj interface{}, initial bool) {
-	r.add(event{typ: "add", key: keyOf(obj), rv: rvOf(obj), initial: initial})
+	r.add(event{typ: "add", key: keyOf(obj), rv: testutil.RVOf(obj), initial: initial})
 }
 
 func (r *recorder) OnUpdate(old, obj interface{}) {
-	r.add(event{typ: "update", key: keyOf(obj), rv: rvOf(obj), oldRV: rvOf(old)})
+	r.add(event{typ: "update", key: keyOf(obj), rv: testutil.RVOf(obj), oldRV: testutil.RVOf(old)})
 }
 
 func (r *recorder) OnDelete(obj interface{}) {
 	if ts, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		r.add(event{typ: "tombstone", key: ts.Key, rv: rvOf(ts.Obj)})
+		r.add(event{typ: "tombstone", key: ts.Key, rv: testutil.RVOf(ts.Obj)})
 		return
 	}
-	r.add(event{typ: "delete", key: keyOf(obj), rv: rvOf(obj)})
+	r.add(event{typ: "delete", key: keyOf(obj), rv: testutil.RVOf(obj)})
 }
 
 // Events returns the notifications so far.

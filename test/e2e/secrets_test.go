@@ -115,7 +115,7 @@ func TestFactoriesSealSecretsAtRest(t *testing.T) {
 			o, err := l.ByNamespace(ns).Get("db")
 			if err != nil {
 				out = append(out, fmt.Sprintf("%s: %v", name, err))
-			} else if rv := rvOf(o); rv != updated.ResourceVersion {
+			} else if rv := testutil.RVOf(o); rv != updated.ResourceVersion {
 				out = append(out, fmt.Sprintf("%s: at RV %s, want %s", name, rv, updated.ResourceVersion))
 			}
 		}

@@ -240,7 +240,7 @@ func readStore(t *testing.T, path string, name ...string) storedState {
 	}
 	out := storedState{rv: rv, objects: map[string]string{}}
 	if err := st.ForEach(func(obj interface{}) error {
-		out.objects[keyOf(obj)] = rvOf(obj)
+		out.objects[keyOf(obj)] = testutil.RVOf(obj)
 		return nil
 	}); err != nil {
 		t.Fatal(err)

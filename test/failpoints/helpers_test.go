@@ -59,7 +59,7 @@ func syncTo(t *testing.T, path string, h *testutil.History, rv int64) {
 // that keeps the view of the objects it was told about.
 func runInformer(t *testing.T, path string, lw cache.ListerWatcher) (*boltinformer.Informer, *view, func()) {
 	t.Helper()
-	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
+	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true, Logger: testutil.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func runInformer(t *testing.T, path string, lw cache.ListerWatcher) (*boltinform
 		_ = c.Close()
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(testutil.Context(t))
 	done := make(chan struct{})
 	go func() { defer close(done); inf.RunWithContext(ctx) }()
 	var once sync.Once

@@ -235,7 +235,7 @@ func checkCrashed(t *testing.T, path string, h *testutil.History, r crashReport)
 	if t.Failed() {
 		t.FailNow()
 	}
-	st, err := boltstore.Open(path, storeName, cachefile.Options{}, boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: indexers()})
+	st, err := boltstore.Open(path, storeName, cachefile.Options{Logger: testutil.Logger(t)}, boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: indexers()})
 	if err != nil {
 		t.Fatalf("reopen after the kill: %v", err)
 	}

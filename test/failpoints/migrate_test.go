@@ -185,7 +185,7 @@ func checkStore(t *testing.T, path string, rv int64, objs []*v1.Pod) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	st, err := boltstore.Open(path, storeName, cachefile.Options{NoSync: true}, boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: indexers()})
+	st, err := boltstore.Open(path, storeName, cachefile.Options{NoSync: true, Logger: testutil.Logger(t)}, boltstore.StoreOptions{Object: &v1.Pod{}, Indexers: indexers()})
 	if err != nil {
 		t.Fatal(err)
 	}
