@@ -24,8 +24,10 @@ type Options struct {
 	// reflectors, queues and handler fan-out), so that a program logging
 	// through zap (zapr), controller-runtime or any other logr sink gets one
 	// format. A zero Logger (no sink) means klog.Background(), and then an
-	// informer's RunWithContext logs to the logger of its context if it has
-	// one, as client-go's informers do.
+	// informer's RunWithContext logs what it runs (reflector, queue,
+	// process loop) to the logger of its context if it has one, and a
+	// handler's lines (its panics, its backlog) go to its
+	// HandlerOptions.Logger, as client-go's informers do.
 	Logger logr.Logger
 	// OnCorruption says what to do with a damaged cache file, and what an
 	// informer does when a stored record fails its checksum at a warm

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/boltinformer/boltinformer/internal/processor"
 )
@@ -73,9 +74,15 @@ func (inf *Informer) AddEventHandlerWithOptions(handler cache.ResourceEventHandl
 		// The warm start's replay, decoding on every core; a record that
 		// does not decode fails the registration, naming its key.
 		pace, page := handlerPace{inf: inf, what: "replay"}, inf.replayPacePage()
+		// Not stopped by Run's context: paceTimeout bounds the wait. It
+		// logs to the handler's logger, as its listener does.
+		logger := inf.logger
+		if options.Logger != nil {
+			logger = *options.Logger
+		}
+		paceCtx := klog.NewContext(context.Background(), logger)
 		err := inf.store.Replay(func(obj interface{}) error {
-			// Not stopped by Run's context: paceTimeout bounds the wait.
-			pace.wait(context.Background(), page-1, page/2)
+			pace.wait(paceCtx, page-1, page/2)
 			return l.Add(processor.Add{Obj: obj, IsInInitialList: true})
 		}, func(_ string, err error) error { return err })
 		if errors.Is(err, processor.ErrListenerStopped) {

@@ -252,10 +252,10 @@ func (s syncedChecker) Done() <-chan struct{} { return s.inf.synced }
 
 // markSynced turns HasSynced true. A file still built without fsync is
 // made durable first; while that fails, the informer does not report
-// synced, and says why.
-func (inf *Informer) markSynced() {
+// synced, and says why to logger, Run's.
+func (inf *Informer) markSynced(logger klog.Logger) {
 	if err := inf.db.MakeDurable(); err != nil {
-		inf.logger.Error(err, "Making the new cache file durable failed; the informer does not report synced")
+		logger.Error(err, "Making the new cache file durable failed; the informer does not report synced")
 		return
 	}
 	inf.syncedOnce.Do(func() { close(inf.synced) })

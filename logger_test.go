@@ -48,18 +48,22 @@ func (l *lines) has(substr string) bool {
 	return false
 }
 
-// runLogged runs one informer on a new cache with opts, its Run context
-// carrying ctxLogger, until synced; it then stops it and closes the cache.
-func runLogged(t *testing.T, opts boltinformer.Options, ctxLogger logr.Logger) {
+// runLogged runs one informer with iopts on a new cache with opts, its Run
+// context carrying ctxLogger, until synced, on a source holding one Pod and
+// pods; it then stops it and closes the cache.
+func runLogged(t *testing.T, opts boltinformer.Options, ctxLogger logr.Logger, iopts boltinformer.InformerOptions, pods ...*v1.Pod) {
 	t.Helper()
 	src := newSource(t)
 	src.Add(testutil.Pod("ns", "a", "", testutil.Label("app", "a"), testutil.Node("n1")))
+	for _, p := range pods {
+		src.Add(p)
+	}
 	opts.NoSync = true
 	c, err := boltinformer.Open(filepath.Join(t.TempDir(), "cache.db"), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	inf, err := c.NewInformer(src, &v1.Pod{}, boltinformer.InformerOptions{})
+	inf, err := c.NewInformer(src, &v1.Pod{}, iopts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +93,7 @@ func runLogged(t *testing.T, opts boltinformer.Options, ctxLogger logr.Logger) {
 // and nothing goes to the logger of the Run context.
 func TestOptionsLoggerReceivesEveryLine(t *testing.T) {
 	var ours, ctxLines lines
-	runLogged(t, boltinformer.Options{Logger: ours.logger()}, ctxLines.logger())
+	runLogged(t, boltinformer.Options{Logger: ours.logger()}, ctxLines.logger(), boltinformer.InformerOptions{})
 	for _, want := range []string{
 		`"msg"="Cold start done: listed and stored every object" "store"="Pod.v1"`,
 		`"reflector"="Pod.v1"`, // the reflector's own lines, at V(2) and above
@@ -108,8 +112,21 @@ func TestOptionsLoggerReceivesEveryLine(t *testing.T) {
 // to its Run context's logger, as client-go's informers do.
 func TestZeroLoggerLogsToRunContext(t *testing.T) {
 	var ctxLines lines
-	runLogged(t, boltinformer.Options{}, ctxLines.logger())
+	runLogged(t, boltinformer.Options{}, ctxLines.logger(), boltinformer.InformerOptions{})
 	if !ctxLines.has(`"msg"="Cold start done: listed and stored every object" "store"="Pod.v1"`) {
 		t.Errorf("the Run context's logger lacks the informer's lines:\n%s", strings.Join(ctxLines.get(), "\n"))
+	}
+}
+
+// TestZeroLoggerLogsProcessLoopToRunContext: without Options.Logger, what
+// the process loop logs about the objects it applies (here a Pod the store
+// refuses, since its IndexFunc fails) goes to the Run context's logger
+// too, not to the process's klog.
+func TestZeroLoggerLogsProcessLoopToRunContext(t *testing.T) {
+	var ctxLines lines
+	refused := testutil.Pod("ns", "b", "", testutil.Label("refuse", "yes"))
+	runLogged(t, boltinformer.Options{}, ctxLines.logger(), boltinformer.InformerOptions{Indexers: cache.Indexers{"node": refusing}}, refused)
+	if !ctxLines.has(`"msg"="Dropping an object the store cannot hold"`) {
+		t.Errorf("the Run context's logger lacks the refused object's line:\n%s", strings.Join(ctxLines.get(), "\n"))
 	}
 }

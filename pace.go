@@ -3,6 +3,8 @@ package boltinformer
 import (
 	"context"
 	"time"
+
+	"k8s.io/klog/v2"
 )
 
 // paceTimeout bounds how long a list page or a replay waits for the
@@ -40,13 +42,13 @@ func (inf *Informer) replayPacePage() int {
 }
 
 // wait waits, when some handler has more than over notifications waiting,
-// until none has more than until.
+// until none has more than until. It logs to the logger of ctx.
 func (hp *handlerPace) wait(ctx context.Context, over, until int) {
 	p := hp.inf.processor
 	if hp.off || p.MaxPending() <= over || p.WaitBacklog(ctx, until, paceTimeout) || ctx.Err() != nil {
 		return
 	}
 	hp.off = true
-	hp.inf.logger.Info("An event handler kept its notifications waiting; going on without waiting for the handlers, whose notifications now wait on the heap",
+	klog.FromContext(ctx).Info("An event handler kept its notifications waiting; going on without waiting for the handlers, whose notifications now wait on the heap",
 		"during", hp.what, "waited", paceTimeout, "pendingNotifications", p.MaxPending())
 }

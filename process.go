@@ -27,7 +27,7 @@ func (inf *Informer) processLoop(ctx context.Context, queue *deltafifo.Queue) {
 		case errors.Is(err, deltafifo.ErrClosed):
 			return
 		case err != nil:
-			inf.logger.Error(err, "Processing deltas failed")
+			klog.FromContext(ctx).Error(err, "Processing deltas failed")
 		}
 	}
 }
@@ -123,7 +123,7 @@ func (inf *Informer) applyEvents(ctx context.Context, run []deltafifo.Item) erro
 	notify := func(first int, changes []boltstore.Change) {
 		failpoint.Inject("boltinformer.afterCommit") // committed, handlers not yet notified
 		for i, ch := range changes {
-			inf.notify(ch, run[first+i].Object, false)
+			inf.notify(ctx, ch, run[first+i].Object, false)
 		}
 	}
 	return inf.applyOps(ctx, ops, apply, notify, func(i int) error { return inf.dropRefused(ctx, run[i].Delta) })
@@ -175,7 +175,7 @@ func (inf *Informer) applyOps(ctx context.Context, ops []boltstore.Op, apply fun
 		case err == nil:
 		case isBadInput(err):
 			inf.metrics.dropped.WithLabelValues(inf.name).Inc()
-			inf.logger.Error(err, "Dropping an object the store cannot hold")
+			klog.FromContext(ctx).Error(err, "Dropping an object the store cannot hold")
 			if dropRefused != nil {
 				if err := dropRefused(i); err != nil {
 					return err
@@ -244,14 +244,15 @@ func (inf *Informer) retry(ctx context.Context, what string, fn func() error) er
 }
 
 // notify turns a change into a handler notification. obj is the delta's
-// object (for a watch delete, the object the apiserver sent).
-func (inf *Informer) notify(ch boltstore.Change, obj interface{}, initial bool) {
+// object (for a watch delete, the object the apiserver sent); ctx is Run's,
+// for its logger.
+func (inf *Informer) notify(ctx context.Context, ch boltstore.Change, obj interface{}, initial bool) {
 	switch ch.Type {
 	case boltstore.Added:
 		inf.processor.Distribute(processor.Add{Obj: ch.New, IsInInitialList: initial})
 	case boltstore.Updated:
 		if ch.OldErr != nil {
-			inf.logger.Error(ch.OldErr, "Previous object could not be decoded; notifying as an add", "key", ch.Key)
+			klog.FromContext(ctx).Error(ch.OldErr, "Previous object could not be decoded; notifying as an add", "key", ch.Key)
 			inf.processor.Distribute(processor.Add{Obj: ch.New, IsInInitialList: initial})
 			return
 		}

@@ -34,7 +34,7 @@ func (inf *Informer) applyListPage(ctx context.Context, run []deltafifo.Item) er
 		inf.listPace.wait(ctx, 0, 0)
 		for i, ch := range changes {
 			if !ch.Staged { // a staged change is notified when it is stored
-				inf.notify(ch, run[first+i].Object, initial)
+				inf.notify(ctx, ch, run[first+i].Object, initial)
 			}
 		}
 	}
@@ -106,8 +106,9 @@ func (inf *Informer) finishRelist(ctx context.Context, rv string) error {
 	if err := inf.retry(ctx, "make the new cache file durable", inf.db.MakeDurable); err != nil {
 		return err
 	}
-	inf.relist.done(klog.FromContext(ctx), rv, inf.clock.Now())
-	inf.markSynced()
+	logger := klog.FromContext(ctx)
+	inf.relist.done(logger, rv, inf.clock.Now())
+	inf.markSynced(logger)
 	return nil
 }
 
@@ -122,7 +123,7 @@ func (inf *Informer) notifyRelistEnd(ctx context.Context, changes []boltstore.Ch
 			inf.processor.Distribute(processor.Delete{Obj: cache.DeletedFinalStateUnknown{Key: ch.Key, Obj: ch.Old}})
 			continue
 		}
-		inf.notify(ch, ch.New, initial)
+		inf.notify(ctx, ch, ch.New, initial)
 	}
 }
 

@@ -221,7 +221,7 @@ func (inf *Informer) newPipeline(logger klog.Logger, clusterRelist listwatcher.R
 	}
 	// A warm start is synced once the replay is distributed and the watch
 	// from the stored RV is established; the two run at the same time.
-	warm := &warmStart{warm: rv != "" && !relisting, synced: inf.markSynced}
+	warm := &warmStart{warm: rv != "" && !relisting, synced: func() { inf.markSynced(logger) }}
 	queue := deltafifo.NewQueue(deltafifo.QueueOptions{
 		Logger:                &logger,
 		Name:                  inf.name,
@@ -429,7 +429,7 @@ func (inf *Informer) resyncLoop(ctx context.Context, queue *deltafifo.Queue, per
 		case <-t.C():
 			if inf.processor.ShouldResync() {
 				if err := queue.Resync(); err != nil && !errors.Is(err, deltafifo.ErrClosed) {
-					inf.logger.Error(err, "Resync failed")
+					klog.FromContext(ctx).Error(err, "Resync failed")
 				}
 			}
 		}

@@ -153,7 +153,7 @@ func TestCachectlSync(t *testing.T) {
 	ns := newNamespace(t, cl, "e2e-cachectl")
 	cms := createConfigMaps(t, cl, ns, 0, 100)
 	for i := 0; i < 10; i++ {
-		if _, err := cl.CoreV1().Pods(ns).Create(context.Background(), newPod(ns, i), metav1.CreateOptions{}); err != nil {
+		if _, err := cl.CoreV1().Pods(ns).Create(cl.ctx, newPod(ns, i), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -184,7 +184,7 @@ func TestCachectlSync(t *testing.T) {
 	cachectl(t, bin, "check", "--db", db)
 
 	mutateWhileDown(t, cl, ns, cms, 10, 1000)
-	if err := cl.CoreV1().Pods(ns).Delete(context.Background(), newPod(ns, 0).Name, metav1.DeleteOptions{}); err != nil {
+	if err := cl.CoreV1().Pods(ns).Delete(cl.ctx, newPod(ns, 0).Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	second := startCachectlSync(t, bin, args...)

@@ -63,7 +63,7 @@ func clusterRV(t *testing.T, cl *client, ns string) uint64 {
 	t.Helper()
 	var l *v1.ConfigMapList
 	err := retry(func() (err error) {
-		l, err = cl.CoreV1().ConfigMaps(ns).List(context.Background(), metav1.ListOptions{Limit: 1})
+		l, err = cl.CoreV1().ConfigMaps(ns).List(cl.ctx, metav1.ListOptions{Limit: 1})
 		return err
 	})
 	if err != nil {
@@ -99,7 +99,7 @@ func churnUntil(t *testing.T, cl *client, ns string, n int, min uint64) {
 
 func kubeSystemUID(t *testing.T, cl *client) string {
 	t.Helper()
-	id, err := boltinformer.KubeSystemUID(cl.CoreV1())(context.Background())
+	id, err := boltinformer.KubeSystemUID(cl.CoreV1())(cl.ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestClusterReplaced(t *testing.T) {
 
 	fresh := freshCluster()
 	clFresh := newClient(t, fresh)
-	if _, err := clFresh.CoreV1().Namespaces().Create(context.Background(), &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	if _, err := clFresh.CoreV1().Namespaces().Create(clFresh.ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace %s on the fresh cluster: %v", ns, err)
 	}
 	createConfigMaps(t, clFresh, ns, 0, freshObjects)

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"sort"
 	"testing"
@@ -30,7 +29,7 @@ func storeObjects(inf *boltinformer.Informer) map[string]runtime.Object {
 func listObjects(t *testing.T, cl *client, resource, ns string, opts metav1.ListOptions) map[string]runtime.Object {
 	t.Helper()
 	out := map[string]runtime.Object{}
-	ctx := context.Background()
+	ctx := cl.ctx
 	err := retry(func() error {
 		clear(out)
 		switch resource {

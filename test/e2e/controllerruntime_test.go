@@ -9,11 +9,9 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -40,14 +38,15 @@ func TestControllerRuntimeManager(t *testing.T) {
 	cl := newClient(t, c)
 	ns := newNamespace(t, cl, "e2e-ctrl")
 	cms := createConfigMaps(t, cl, ns, 0, 20)
-	ctrllog.SetLogger(klog.Background())
 
 	path := filepath.Join(t.TempDir(), "cache.db")
-	bc, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
+	logger := testutil.Logger(t)
+	bc, err := boltinformer.Open(path, boltinformer.Options{NoSync: true, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mgr, err := manager.New(c.Config(), manager.Options{
+		Logger:                 logger,
 		Cache:                  crcache.Options{DefaultNamespaces: map[string]crcache.Config{ns: {}}},
 		NewCache:               ctrlcache.NewCache(bc, ctrlcache.Options{}),
 		Metrics:                metricsserver.Options{BindAddress: "0"},

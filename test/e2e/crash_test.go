@@ -116,7 +116,7 @@ type churn struct {
 // startChurn runs workers that change the ConfigMaps [0,keys) of ns; each
 // worker owns the indexes congruent to it, so they never conflict.
 func startChurn(cl *client, ns string, existing map[string]*v1.ConfigMap, keys, workers int, seed int64) *churn {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(cl.ctx)
 	ch := &churn{cancel: cancel}
 	for w := 0; w < workers; w++ {
 		mine := map[int]*v1.ConfigMap{}
@@ -236,7 +236,7 @@ func TestSIGKILLDuringChurn(t *testing.T) {
 func checkKilledFile(t *testing.T, cl *client, path, ns, what string) {
 	t.Helper()
 	if _, err := os.Stat(cachefile.MarkerPath(path)); err == nil {
-		_, err := cachefile.Open(path, cachefile.Options{ReadOnly: true})
+		_, err := cachefile.Open(path, cachefile.Options{ReadOnly: true, Logger: testutil.Logger(t)})
 		if !errors.Is(err, cachefile.ErrNotDurable) {
 			t.Fatalf("%s: killed during its unsynced build: open read-only gave %v, want ErrNotDurable", what, err)
 		}
@@ -244,8 +244,9 @@ func checkKilledFile(t *testing.T, cl *client, path, ns, what string) {
 		return
 	}
 	boltstoretest.CheckFile(t, path)
-	st, err := boltstore.Open(path, "ConfigMap.v1", cachefile.Options{ReadOnly: true},
-		boltstore.StoreOptions{Object: &v1.ConfigMap{}, Indexers: crashIndexers()})
+	logger := testutil.Logger(t)
+	st, err := boltstore.Open(path, "ConfigMap.v1", cachefile.Options{ReadOnly: true, Logger: logger},
+		boltstore.StoreOptions{Object: &v1.ConfigMap{}, Indexers: crashIndexers(), Logger: logger})
 	if err != nil {
 		t.Fatalf("%s: open what the killed process left: %v", what, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,7 +21,6 @@ import (
 	"k8s.io/klog/v2"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -73,15 +73,16 @@ var ctrlShapes = []ctrlShape{
 	}, func(ns string) string { return `metadata:configmaps.v1{namespace="` + ns + `"}` }},
 }
 
-// ctrlManager is a manager whose cache, made by ctrlcache on bc, covers
-// namespaces; small pages and batches, so that a kill lands between many
-// commits.
-func ctrlManager(cfg *rest.Config, bc *boltinformer.Cache, namespaces []string) (manager.Manager, error) {
+// ctrlManager is a manager logging to logger whose cache, made by ctrlcache
+// on bc, covers namespaces; small pages and batches, so that a kill lands
+// between many commits.
+func ctrlManager(cfg *rest.Config, logger logr.Logger, bc *boltinformer.Cache, namespaces []string) (manager.Manager, error) {
 	byNS := map[string]crcache.Config{}
 	for _, ns := range namespaces {
 		byNS[ns] = crcache.Config{}
 	}
 	return manager.New(cfg, manager.Options{
+		Logger:                 logger,
 		Cache:                  crcache.Options{DefaultNamespaces: byNS},
 		NewCache:               ctrlcache.NewCache(bc, ctrlcache.Options{Informer: boltinformer.InformerOptions{PageSize: 50, BatchSize: 20}}),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -109,7 +110,6 @@ func ctrlcacheChild() int {
 		fmt.Fprintln(os.Stderr, "ctrlcache child:", err)
 		return 3
 	}
-	ctrllog.SetLogger(klog.Background())
 	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv(envKubeconfig))
 	if err != nil {
 		return fail(err)
@@ -118,7 +118,7 @@ func ctrlcacheChild() int {
 	if err != nil {
 		return fail(err)
 	}
-	mgr, err := ctrlManager(cfg, bc, strings.Split(os.Getenv(envNamespaces), ","))
+	mgr, err := ctrlManager(cfg, klog.Background(), bc, strings.Split(os.Getenv(envNamespaces), ","))
 	if err != nil {
 		return fail(err)
 	}
@@ -196,13 +196,13 @@ func TestCtrlCacheSIGKILL(t *testing.T) {
 	}
 	stopChurns()
 
-	ctrllog.SetLogger(klog.Background())
 	cfg, _, log := loggedConfig(t, c)
-	bc, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
+	logger := testutil.Logger(t)
+	bc, err := boltinformer.Open(path, boltinformer.Options{NoSync: true, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mgr, err := ctrlManager(cfg, bc, namespaces)
+	mgr, err := ctrlManager(cfg, logger, bc, namespaces)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,11 +295,12 @@ func checkKilledCtrlFile(t *testing.T, cl *client, path string, namespaces []str
 	}
 	boltstoretest.CheckFile(t, path)
 	examples := map[string]runtime.Object{"typed": &v1.ConfigMap{}, "unstructured": &unstructured.Unstructured{}, "metadata": &metav1.PartialObjectMetadata{}}
+	logger := testutil.Logger(t)
 	for _, ns := range namespaces {
 		for _, s := range ctrlShapes {
 			name := s.store(ns)
-			st, err := boltstore.Open(path, name, cachefile.Options{ReadOnly: true}, boltstore.StoreOptions{
-				Object: examples[s.name], Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc},
+			st, err := boltstore.Open(path, name, cachefile.Options{ReadOnly: true, Logger: logger}, boltstore.StoreOptions{
+				Object: examples[s.name], Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, Logger: logger,
 			})
 			if err != nil {
 				t.Fatalf("%s: open store %s: %v", what, name, err)

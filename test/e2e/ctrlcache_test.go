@@ -17,10 +17,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/klog/v2"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	crclient "sigs.k8s.io/controller-runtime/pkg/client"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/boltinformer/boltinformer"
 	"github.com/boltinformer/boltinformer/ctrlcache"
@@ -40,10 +38,9 @@ func TestCtrlCacheScopeMatchesRequests(t *testing.T) {
 	cl := newClient(t, c)
 	ns := newNamespace(t, cl, "e2e-scope")
 	createConfigMaps(t, cl, ns, 0, 16)
-	ctrllog.SetLogger(klog.Background())
 	cfg, hc, log := loggedConfig(t, c)
 	path := filepath.Join(t.TempDir(), "cache.db")
-	bc, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
+	bc, err := boltinformer.Open(path, boltinformer.Options{NoSync: true, Logger: testutil.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,18 +263,18 @@ func TestControllerRuntimeExample(t *testing.T) {
 	}
 
 	// Second run, from the file: a new key is counted.
-	cm, err := cl.CoreV1().ConfigMaps(ns).Get(context.Background(), cmName(0), metav1.GetOptions{})
+	cm, err := cl.CoreV1().ConfigMaps(ns).Get(cl.ctx, cmName(0), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cm.Data["extra"] = "x"
-	if _, err := cl.CoreV1().ConfigMaps(ns).Update(context.Background(), cm, metav1.UpdateOptions{}); err != nil {
+	if _, err := cl.CoreV1().ConfigMaps(ns).Update(cl.ctx, cm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	p = startExample(t, bin, args...)
 	p.await(t, `"event":"synced"`)
 	testutil.EventuallyDiff(t, "the example to annotate the changed ConfigMap", convergeTimeout, func() string {
-		got, err := cl.CoreV1().ConfigMaps(ns).Get(context.Background(), cmName(0), metav1.GetOptions{})
+		got, err := cl.CoreV1().ConfigMaps(ns).Get(cl.ctx, cmName(0), metav1.GetOptions{})
 		if err != nil {
 			return err.Error()
 		}

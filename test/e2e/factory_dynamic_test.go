@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -43,7 +42,7 @@ func installWidgetCRD(t *testing.T, dyn dynamic.Interface) {
 			}},
 		},
 	}}
-	ctx := context.Background()
+	ctx := testutil.Context(t)
 	if err := retry(func() error {
 		_, err := dyn.Resource(crds).Create(ctx, crd, metav1.CreateOptions{})
 		if err != nil && strings.Contains(err.Error(), "already exists") {
@@ -84,7 +83,7 @@ func TestDynamicFactoryCRDWarmRestart(t *testing.T) {
 	}
 	installWidgetCRD(t, dyn)
 	ns := newNamespace(t, cl, "e2e-dynamic")
-	ctx := context.Background()
+	ctx := cl.ctx
 	for i := 0; i < 20; i++ {
 		if err := retry(func() error {
 			_, err := dyn.Resource(widgetGVR).Namespace(ns).Create(ctx, newWidget(ns, i, "red"), metav1.CreateOptions{})

@@ -36,7 +36,7 @@ type factoryRun struct {
 
 func openFactoryRun(t *testing.T, path string) *factoryRun {
 	t.Helper()
-	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
+	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true, Logger: testutil.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func installExampleWidgetCRD(t *testing.T, c *testcluster.Cluster, cl *client) v
 		t.Fatal(err)
 	}
 	crds := dyn.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
-	ctx := context.Background()
+	ctx := cl.ctx
 	if err := retry(func() error {
 		_, err := crds.Apply(ctx, crd.GetName(), crd, metav1.ApplyOptions{FieldManager: "e2e", Force: true})
 		return err
@@ -97,7 +97,7 @@ func createExampleWidgets(t *testing.T, client versioned.Interface, ns string, f
 // subresource), 8 and 9 deleted, and two new ones.
 func changeExampleWidgets(t *testing.T, client versioned.Interface, ns string, next int) {
 	t.Helper()
-	ctx := context.Background()
+	ctx := testutil.Context(t)
 	widgets := client.ExampleV1alpha1().Widgets(ns)
 	for i := 0; i < 8; i++ {
 		w, err := widgets.Get(ctx, fmt.Sprintf("widget-%03d", i), metav1.GetOptions{})
@@ -127,9 +127,10 @@ func changeExampleWidgets(t *testing.T, client versioned.Interface, ns string, n
 func apiserverWidgets(t *testing.T, client versioned.Interface, ns string) map[string]runtime.Object {
 	t.Helper()
 	out := map[string]runtime.Object{}
+	ctx := testutil.Context(t)
 	if err := retry(func() error {
 		clear(out)
-		l, err := client.ExampleV1alpha1().Widgets(ns).List(context.Background(), metav1.ListOptions{})
+		l, err := client.ExampleV1alpha1().Widgets(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}

@@ -37,10 +37,14 @@ const (
 	createWorkers   = 16
 )
 
-// client is a typed client on the cluster and its HTTP client.
+// client is a typed client on the cluster, its HTTP client, and the
+// context of its requests.
 type client struct {
 	kubernetes.Interface
 	hc *http.Client
+	// ctx carries the logger of the test that made the client: what
+	// client-go logs about a request goes to that test's output.
+	ctx context.Context
 }
 
 // newClient returns a client whose idle connections are closed when t ends.
@@ -51,7 +55,7 @@ func newClient(t *testing.T, c *testcluster.Cluster) *client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &client{Interface: cs, hc: hc}
+	return &client{Interface: cs, hc: hc, ctx: testutil.Context(t)}
 }
 
 // dropConnections closes the client's idle connections, which a restarted
@@ -80,7 +84,7 @@ func newNamespace(t *testing.T, cl *client, prefix string) string {
 	t.Helper()
 	name := fmt.Sprintf("%s-%d", prefix, nsSeq.Add(1))
 	ns := &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if _, err := cl.CoreV1().Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
+	if _, err := cl.CoreV1().Namespaces().Create(cl.ctx, ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace %s: %v", name, err)
 	}
 	return name
@@ -121,10 +125,11 @@ func newPod(ns string, i int) *v1.Pod {
 		})
 }
 
-// createParallel calls create(i) for i in [0,n) on createWorkers goroutines.
+// createParallel calls create(i) for i in [0,n) on createWorkers
+// goroutines, with a context carrying t's logger.
 func createParallel(t *testing.T, n int, create func(ctx context.Context, i int) error) {
 	t.Helper()
-	g, ctx := errgroup.WithContext(context.Background())
+	g, ctx := errgroup.WithContext(testutil.Context(t))
 	g.SetLimit(createWorkers)
 	for i := 0; i < n; i++ {
 		g.Go(func() error { return retry(func() error { return create(ctx, i) }) })
@@ -166,7 +171,7 @@ func (m *mutation) create(t *testing.T, cl *client, ns string, i int) *v1.Config
 	t.Helper()
 	var cm *v1.ConfigMap
 	err := retry(func() (err error) {
-		cm, err = cl.CoreV1().ConfigMaps(ns).Create(context.Background(), newConfigMap(ns, i, "v1"), metav1.CreateOptions{})
+		cm, err = cl.CoreV1().ConfigMaps(ns).Create(cl.ctx, newConfigMap(ns, i, "v1"), metav1.CreateOptions{})
 		return err
 	})
 	if err != nil {
@@ -182,7 +187,7 @@ func (m *mutation) update(t *testing.T, cl *client, cm *v1.ConfigMap, version st
 	cm.Data["version"] = version
 	var out *v1.ConfigMap
 	err := retry(func() (err error) {
-		out, err = cl.CoreV1().ConfigMaps(cm.Namespace).Update(context.Background(), cm, metav1.UpdateOptions{})
+		out, err = cl.CoreV1().ConfigMaps(cm.Namespace).Update(cl.ctx, cm, metav1.UpdateOptions{})
 		return err
 	})
 	if err != nil {
@@ -199,7 +204,7 @@ func (m *mutation) update(t *testing.T, cl *client, cm *v1.ConfigMap, version st
 func (m *mutation) delete(t *testing.T, cl *client, cm *v1.ConfigMap) {
 	t.Helper()
 	err := retry(func() error {
-		return cl.CoreV1().ConfigMaps(cm.Namespace).Delete(context.Background(), cm.Name, metav1.DeleteOptions{})
+		return cl.CoreV1().ConfigMaps(cm.Namespace).Delete(cl.ctx, cm.Name, metav1.DeleteOptions{})
 	})
 	if err != nil {
 		t.Fatalf("delete %s: %v", cm.Name, err)
@@ -246,10 +251,14 @@ func startCache(t *testing.T, cl *client, path, ns string, specs ...informerSpec
 	return startCacheWith(t, cl, path, ns, boltinformer.Options{}, specs...)
 }
 
-// startCacheWith is startCache with Options for the Cache (NoSync is set).
+// startCacheWith is startCache with Options for the Cache (NoSync is set,
+// and Logger is t's unless given).
 func startCacheWith(t *testing.T, cl *client, path, ns string, opts boltinformer.Options, specs ...informerSpec) *runningCache {
 	t.Helper()
 	opts.NoSync = true
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = testutil.Logger(t)
+	}
 	c, err := boltinformer.Open(path, opts)
 	if err != nil {
 		t.Fatalf("open %s: %v", path, err)
@@ -316,7 +325,7 @@ func (rc *runningCache) stop() {
 // requestCount reads the apiserver's count of verb requests on resource.
 func requestCount(t *testing.T, c *testcluster.Cluster, verb, resource string) float64 {
 	t.Helper()
-	n, err := c.RequestCount(context.Background(), verb, resource)
+	n, err := c.RequestCount(testutil.Context(t), verb, resource)
 	if err != nil {
 		t.Fatalf("read apiserver_request_total: %v", err)
 	}
@@ -345,7 +354,8 @@ func assertEvents(t *testing.T, what string, want, got []event) {
 // openReadOnly opens store name of the closed file at path read-only.
 func openReadOnly(t *testing.T, path, name string, example runtime.Object) *boltstore.Store {
 	t.Helper()
-	st, err := boltstore.Open(path, name, cachefile.Options{ReadOnly: true}, boltstore.StoreOptions{Object: example})
+	logger := testutil.Logger(t)
+	st, err := boltstore.Open(path, name, cachefile.Options{ReadOnly: true, Logger: logger}, boltstore.StoreOptions{Object: example, Logger: logger})
 	if err != nil {
 		t.Fatalf("open %s read-only: %v", path, err)
 	}

@@ -30,7 +30,7 @@ type parallelRun struct {
 
 func startParallelRun(t *testing.T, path string) *parallelRun {
 	t.Helper()
-	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true})
+	c, err := boltinformer.Open(path, boltinformer.Options{NoSync: true, Logger: testutil.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,12 +11,19 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"k8s.io/klog/v2"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/boltinformer/boltinformer/internal/testcluster"
 	"github.com/boltinformer/boltinformer/internal/testutil"
 )
 
 func TestMain(m *testing.M) {
+	// Every test gives its managers and caches its own logger. What
+	// controller-runtime logs through its package loggers, which no option
+	// reaches, goes to the process's klog rather than nowhere; without a
+	// logger set it would also print a warning with a stack trace.
+	ctrllog.SetLogger(klog.Background())
 	testutil.RunChild(map[string]func() int{"crash": crashChild, "ctrlcache": ctrlcacheChild, "upgrade": upgradeChild})
 	code := m.Run()
 	if err := stopSharedCluster(code != 0); err != nil {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -55,7 +54,7 @@ func TestFactoriesSealSecretsAtRest(t *testing.T) {
 	c := sharedCluster(t)
 	cl := newClient(t, c)
 	ns := newNamespace(t, cl, "e2e-secrets")
-	ctx := context.Background()
+	ctx := cl.ctx
 	const first, second, cmValue = "e2e-hunter2-first", "e2e-hunter2-second", "e2e-plain-configmap"
 	created, err := cl.CoreV1().Secrets(ns).Create(ctx, appliedSecret(t, ns, "db", first), metav1.CreateOptions{})
 	if err != nil {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -44,7 +43,7 @@ func TestSnapshotRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	liveObjects := rvs(storeObjects(live.Informer))
-	hdr, err := rc.cache.Snapshot(context.Background(), snap)
+	hdr, err := rc.cache.Snapshot(testutil.Context(t), snap)
 	if err != nil {
 		t.Fatalf("snapshot a running cache: %v", err)
 	}

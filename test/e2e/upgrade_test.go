@@ -87,7 +87,7 @@ type apiserverCost struct{ lists, bytes float64 }
 
 func readCost(t *testing.T, c *testcluster.Cluster, resource string) apiserverCost {
 	t.Helper()
-	ctx := context.Background()
+	ctx := testutil.Context(t)
 	sum := func(name string, labels map[string]string) float64 {
 		v, err := c.HistogramSum(ctx, name, labels)
 		if err != nil {
