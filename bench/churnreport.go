@@ -51,10 +51,10 @@ func churnScenarioRows(res *Results, scenario, source string, n int) []Row {
 		return nil
 	}
 	cr := res.Children[childName(scenario, source, n, ImplCR)].Churn
-	title := "12 churn, handler latency and CPU"
+	title := "14 churn, handler latency and CPU"
 	slack, slackText := churnP99Slack.Seconds(), "≤ client-go + 2 ms"
 	if d := bi.Churn.FsyncDelay; d > 0 {
-		title = fmt.Sprintf("12 churn on a slow disk (+%s a commit)", d)
+		title = fmt.Sprintf("14 churn on a slow disk (+%s a commit)", d)
 		slack = churnSlowFsyncs * d.Seconds()
 		slackText = fmt.Sprintf("≤ client-go + 1.5 fsyncs (%s)", time.Duration(slack*float64(time.Second)))
 	}
