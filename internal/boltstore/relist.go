@@ -55,14 +55,9 @@ func (s *Store) BeginRelist(reason string) error {
 func (s *Store) ApplyListPage(ops []Op) ([]Change, error) {
 	s.indexMu.RLock()
 	defer s.indexMu.RUnlock()
-	for i, o := range ops {
-		if o.Type != OpUpsert {
-			return nil, fmt.Errorf("store %s: list item %d: %w", s.name, i, ErrNotUpsert)
-		}
-	}
-	prepared, i, err := prepareAll(len(ops), func(i int) (*op, error) { return s.prepareUpsertLocked(ops[i].Obj, ops[i].Encoded, false) })
+	prepared, err := s.prepareListPage(ops)
 	if err != nil {
-		return nil, fmt.Errorf("list item %d: %w", i, err)
+		return nil, err
 	}
 	defer releaseEncodings(prepared) // after the write
 	keys := opKeys(prepared)
@@ -191,4 +186,19 @@ func (s *Store) FinishRelist(rv string) ([]Change, error) {
 	}
 	s.seen(rv)
 	return changes, nil
+}
+
+// prepareListPage encodes the upserts of one list page, and refuses any
+// other op. The caller holds indexMu.
+func (s *Store) prepareListPage(ops []Op) ([]*op, error) {
+	for i, o := range ops {
+		if o.Type != OpUpsert {
+			return nil, fmt.Errorf("store %s: list item %d: %w", s.name, i, ErrNotUpsert)
+		}
+	}
+	prepared, i, err := prepareAll(len(ops), func(i int) (*op, error) { return s.prepareUpsertLocked(ops[i].Obj, ops[i].Encoded, false) })
+	if err != nil {
+		return nil, fmt.Errorf("list item %d: %w", i, err)
+	}
+	return prepared, nil
 }

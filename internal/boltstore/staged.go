@@ -24,14 +24,9 @@ import (
 func (s *Store) StageListPage(ops []Op) ([]Change, error) {
 	s.indexMu.RLock()
 	defer s.indexMu.RUnlock()
-	for i, o := range ops {
-		if o.Type != OpUpsert {
-			return nil, fmt.Errorf("store %s: list item %d: %w", s.name, i, ErrNotUpsert)
-		}
-	}
-	prepared, i, err := prepareAll(len(ops), func(i int) (*op, error) { return s.prepareUpsertLocked(ops[i].Obj, ops[i].Encoded, false) })
+	prepared, err := s.prepareListPage(ops)
 	if err != nil {
-		return nil, fmt.Errorf("list item %d: %w", i, err)
+		return nil, err
 	}
 	defer releaseEncodings(prepared) // after the write
 	keys := opKeys(prepared)
