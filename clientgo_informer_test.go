@@ -235,6 +235,13 @@ func TestDeleteOfUnknownKeyNotifies(t *testing.T) {
 	var recs []*recorder
 	for _, m := range makers {
 		src := newSource(t)
+		// The fake expires a WATCH from RV 0 once it has any change, so
+		// client-go's informer, synced before its WATCH starts, would relist
+		// and miss the delete if it came first. A change before the LIST
+		// puts the LIST at an RV the fake resumes from, whenever the WATCH
+		// starts.
+		src.Add(testutil.Pod("ns", "seed", ""))
+		src.Delete(testutil.Pod("ns", "seed", "")) // another object: the fake sets each one's RV
 		s := m.make(t, src)
 		rec := newRecorder()
 		if _, err := s.inf.AddEventHandler(rec); err != nil {
