@@ -15,9 +15,13 @@ func isWatchDelta(t cache.DeltaType) bool {
 // commit of each other, and it waits until Coalesce() after it was queued,
 // until a batch's worth is queued, until a Delta that ends a batch
 // arrives, or until the queue closes. Otherwise it returns at once: a
-// lone event after a quiet spell is popped without delay.
+// lone event after a quiet spell is popped without delay, and so is one
+// queued while the consumer processed the batch before it. That one has
+// already waited for a commit, which is when the events that follow it
+// gather: it waits for at most that commit and its own, never a window
+// more.
 func (q *Queue) coalesceLocked() {
-	if q.coalesce == nil || len(q.items) != 1 || !isWatchDelta(q.items[0].Type) || q.prevEventAt.IsZero() {
+	if q.coalesce == nil || len(q.items) != 1 || !isWatchDelta(q.items[0].Type) || q.prevEventAt.IsZero() || q.lastEventWhileProcessing {
 		return
 	}
 	d := q.coalesce()

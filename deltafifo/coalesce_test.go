@@ -94,3 +94,43 @@ func TestPopItemsCoalesceEndsEarly(t *testing.T) {
 		})
 	}
 }
+
+// A lone watch event queued while the consumer processed the batch before
+// it is popped at once, however close to the event before it: it already
+// waited for that batch's commit, and must not wait a window more.
+func TestPopItemsDoesNotCoalesceAnEventQueuedWhileProcessing(t *testing.T) {
+	const window = 5 * time.Millisecond
+	clk := testingclock.NewFakeClock(time.Unix(1000, 0))
+	q := newTestQueue(t, QueueOptions{Coalesce: func() time.Duration { return window }, Clock: clk, UnlockWhileProcessing: true})
+
+	must(t, q.Add(obj("a", 1)))
+	must(t, q.PopItems(func(items []Item, _ bool) error {
+		expectItems(t, items, "Added(ns/a:-)")
+		clk.Step(time.Millisecond)
+		return q.Update(obj("b", 1))
+	}))
+	got := popAsync(t, q)
+	var items []Item
+	testutil.Eventually(t, "the pop to return or to wait", 10*time.Second, func() bool {
+		select {
+		case items = <-got:
+			return true
+		default:
+			return clk.HasWaiters()
+		}
+	})
+	if items == nil {
+		clk.Step(window)
+		<-got
+		t.Fatal("an event queued while the batch before it was processed waited for the window")
+	}
+	expectItems(t, items, "Updated(ns/b:-)")
+
+	// One queued while the consumer was idle still waits for the window.
+	clk.Step(time.Millisecond)
+	must(t, q.Update(obj("c", 1)))
+	got = popAsync(t, q)
+	testutil.Eventually(t, "the pop to wait for the window", 10*time.Second, clk.HasWaiters)
+	clk.Step(window)
+	expectItems(t, <-got, "Updated(ns/c:-)")
+}

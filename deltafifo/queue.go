@@ -92,8 +92,10 @@ type Queue struct {
 	processing bool
 
 	// lastEventAt and prevEventAt are when the last two watch events were
-	// queued (Coalesce).
+	// queued (Coalesce); lastEventWhileProcessing, that the last one was
+	// queued while the consumer processed the batch before it.
 	lastEventAt, prevEventAt time.Time
+	lastEventWhileProcessing bool
 
 	// eventLimit, when positive, is how many Deltas may be queued before a
 	// watch event waits, whether or not the consumer processes
@@ -224,6 +226,7 @@ func (q *Queue) event(t cache.DeltaType, obj interface{}, encoded []byte) error 
 	q.synced.eventLocked()
 	if q.coalesce != nil {
 		q.prevEventAt, q.lastEventAt = q.lastEventAt, q.clock.Now()
+		q.lastEventWhileProcessing = q.processing
 	}
 	return q.appendLocked(t, obj, encoded, false)
 }
