@@ -261,22 +261,19 @@ type storeMetrics struct {
 	*metrics
 	inf *Informer
 
-	// rvMu guards storedRV and rvMovedAt.
-	rvMu sync.Mutex
-	// storedRV is the store's stored RV when last read.
-	storedRV string
-	// rvMovedAt is when storedRV last changed; zero if unknown.
-	rvMovedAt time.Time
+	// batch, commit and applied are the informer's series of batchDeltas,
+	// commitDuration and eventsApplied (by boltstore.ChangeType), looked
+	// up once rather than at every commit.
+	batch, commit prometheus.Observer
+	applied       [len(changeLabel)]prometheus.Counter
 }
 
-// forStore makes inf's metrics and initialises its counters to zero. The
-// stored RV's timestamp starts at the time the file says the RV last moved:
-// a store whose RV does not move in this process is still reported.
+// forStore makes inf's metrics and initialises its counters to zero.
 func (m *metrics) forStore(inf *Informer) *storeMetrics {
-	s := &storeMetrics{metrics: m, inf: inf}
 	name := inf.name
-	for _, c := range changeLabel {
-		m.eventsApplied.WithLabelValues(name, c)
+	s := &storeMetrics{metrics: m, inf: inf, batch: m.batchDeltas.WithLabelValues(name), commit: m.commitDuration.WithLabelValues(name)}
+	for t, c := range changeLabel {
+		s.applied[t] = m.eventsApplied.WithLabelValues(name, c)
 	}
 	for _, r := range relistLabels {
 		m.relists.WithLabelValues(name, string(r))
@@ -287,25 +284,15 @@ func (m *metrics) forStore(inf *Informer) *storeMetrics {
 	for _, v := range []*prometheus.CounterVec{m.commitErrors, m.dropped, m.watchResumes, m.listWatchErrors, m.watchDisconnects} {
 		v.WithLabelValues(name)
 	}
-	m.batchDeltas.WithLabelValues(name)
-	m.commitDuration.WithLabelValues(name)
-
-	if rv, err := inf.store.ResourceVersion(); err == nil && rv != "" {
-		s.storedRV = rv
-		if at, err := inf.store.RVUpdatedAt(); err == nil {
-			s.rvMovedAt = at
-		}
-	}
 	return s
 }
 
 func (s *storeMetrics) observeCommit(n int, d time.Duration, changes []boltstore.Change) {
-	name := s.inf.name
 	if n > 0 {
-		s.batchDeltas.WithLabelValues(name).Observe(float64(n))
-		s.commitDuration.WithLabelValues(name).Observe(d.Seconds())
+		s.batch.Observe(float64(n))
+		s.commit.Observe(d.Seconds())
 	}
-	var counts [4]int
+	var counts [len(changeLabel)]int
 	for _, ch := range changes {
 		if !ch.Staged { // counted once stored
 			counts[ch.Type]++
@@ -313,36 +300,20 @@ func (s *storeMetrics) observeCommit(n int, d time.Duration, changes []boltstore
 	}
 	for t, c := range counts {
 		if c > 0 {
-			s.eventsApplied.WithLabelValues(name, changeLabel[t]).Add(float64(c))
+			s.applied[t].Add(float64(c))
 		}
 	}
-	s.checkStoredRV()
 }
 
-// checkStoredRV reads the stored RV back after a commit that may have moved
-// it (events, a bookmark, the end of a relist) and notes the time when it
-// did. Reading it back, rather than predicting it, keeps the store's rules
-// (never backwards, never during a relist) in one place.
-func (s *storeMetrics) checkStoredRV() {
-	rv, err := s.inf.store.ResourceVersion()
-	if err != nil {
-		return
-	}
-	s.rvMu.Lock()
-	defer s.rvMu.Unlock()
-	if rv != s.storedRV {
-		s.storedRV, s.rvMovedAt = rv, s.inf.clock.Now()
-	}
-}
-
-// storedRVTimestamp is the Unix time of rvMovedAt, 0 if unknown.
+// storedRVTimestamp is the Unix time at which the stored RV last moved, as
+// the file records it in the transaction that moved it; 0 if unknown. It
+// is read when scraped, not after every commit.
 func (s *storeMetrics) storedRVTimestamp() float64 {
-	s.rvMu.Lock()
-	defer s.rvMu.Unlock()
-	if s.rvMovedAt.IsZero() {
+	at, err := s.inf.store.RVUpdatedAt()
+	if err != nil || at.IsZero() {
 		return 0
 	}
-	return float64(s.rvMovedAt.UnixNano()) / 1e9
+	return float64(at.UnixNano()) / 1e9
 }
 
 // observeReplay records how long a replay from disk took.

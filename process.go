@@ -75,14 +75,10 @@ func (inf *Informer) handleRun(ctx context.Context, run []deltafifo.Item) error 
 	case cache.Bookmark:
 		// Only the RV moves: no object a replay could see changes.
 		info, _ := run[0].Object.(cache.BookmarkInfo)
-		err := inf.retry(ctx, "bookmark", func() error {
+		return inf.retry(ctx, "bookmark", func() error {
 			_, err := inf.store.Apply(nil, info.ResourceVersion)
 			return err
 		})
-		if err == nil {
-			inf.metrics.checkStoredRV()
-		}
-		return err
 	case cache.SyncAll, cache.Sync:
 		return inf.resync()
 	case deltafifo.ListStart:
