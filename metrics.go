@@ -124,7 +124,7 @@ func newMetrics(c *Cache) *metrics {
 		synced: desc("synced",
 			"1 once the store has synced (the informer's HasSynced), else 0.", "store"),
 		rvTimestamp: desc("stored_rv_timestamp_seconds",
-			"Unix time at which the store's stored resourceVersion last moved (until it moves in this process: the store's last commit as recorded in the file; 0 if it has none).", "store"),
+			"Unix time at which the store's stored resourceVersion last moved, as the file records it (0 if it has none).", "store"),
 		handlerBacklog: desc("handler_pending_notifications",
 			"Notifications queued for the store's slowest event handler, not yet delivered.", "store"),
 		fileSize: desc("db_file_size_bytes",

@@ -42,7 +42,7 @@ var wantFamilies = map[string]struct {
 	"boltinformer_replay_duration_seconds":       {dto.MetricType_HISTOGRAM, "Time to replay the stored objects to handlers from disk: all handlers on a warm start, or one handler added to a running informer."},
 	"boltinformer_objects":                       {dto.MetricType_GAUGE, "Objects in the store."},
 	"boltinformer_synced":                        {dto.MetricType_GAUGE, "1 once the store has synced (the informer's HasSynced), else 0."},
-	"boltinformer_stored_rv_timestamp_seconds":   {dto.MetricType_GAUGE, "Unix time at which the store's stored resourceVersion last moved (until it moves in this process: the store's last commit as recorded in the file; 0 if it has none)."},
+	"boltinformer_stored_rv_timestamp_seconds":   {dto.MetricType_GAUGE, "Unix time at which the store's stored resourceVersion last moved, as the file records it (0 if it has none)."},
 	"boltinformer_handler_pending_notifications": {dto.MetricType_GAUGE, "Notifications queued for the store's slowest event handler, not yet delivered."},
 	"boltinformer_db_file_size_bytes":            {dto.MetricType_GAUGE, "Size of the cache file."},
 	"boltinformer_file_migrations_total":         {dto.MetricType_COUNTER, "Migrations of the cache file to this build's schema that Open ran, by the schema versions before and after and the result (ok, failed)."},
