@@ -61,7 +61,7 @@ func (s *Store) emptyTx(b *cachefile.Buckets) error {
 		return err
 	}
 	for _, n := range sortedNames(s.indexers) {
-		if _, err := b.Idx.CreateBucket([]byte(n)); err != nil {
+		if _, err := b.CreateIndex(n); err != nil {
 			return err
 		}
 	}

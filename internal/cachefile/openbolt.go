@@ -167,6 +167,11 @@ const (
 	// ObjectsFillPercent is how full bbolt fills a leaf of an objects
 	// bucket before it splits it (set on every transaction's handle).
 	ObjectsFillPercent = 0.9
+	// IndexFillPercent is the same for an index bucket (set by
+	// Buckets.Index and CreateIndex). A list applies its page in key order,
+	// so its index entries of one value arrive in order too, and bbolt's
+	// default of half-full leaves doubled the indexes' pages.
+	IndexFillPercent = 0.9
 	// AllocSize is how much bbolt grows the file at a time once it is past
 	// that size (bbolt's default, 16 MiB, is a large part of a small file).
 	AllocSize = 4 << 20
