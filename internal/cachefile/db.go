@@ -193,14 +193,18 @@ func (db *DB) Now() time.Time { return db.opts.Now() }
 func (db *DB) Stats() bolt.Stats { return db.bolt.Stats() }
 
 // Close stops the commit loop after the queued writes and closes the file.
-// A clean Close is a sync point: an unsynced file is made durable first.
+// A clean Close is a sync point: an unsynced file is made durable first;
+// a writable file then gets its free page list (syncFreelist).
 func (db *DB) Close() error {
 	var err error
 	db.closeOnce.Do(func() {
 		close(db.closed)
 		close(db.stop)
 		<-db.done
-		err = errors.Join(db.makeDurable(), db.bolt.Close())
+		if err = db.makeDurable(); err == nil {
+			err = db.syncFreelist()
+		}
+		err = errors.Join(err, db.bolt.Close())
 	})
 	return err
 }
