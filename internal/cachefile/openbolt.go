@@ -167,6 +167,12 @@ const (
 	// ObjectsFillPercent is how full bbolt fills a leaf of an objects
 	// bucket before it splits it (set on every transaction's handle).
 	ObjectsFillPercent = 0.9
+	// AppendFillPercent is how full bbolt fills the leaves of an objects
+	// bucket written in key order after every key it holds (a cold list:
+	// boltstore sets it on that transaction's handle). No insert lands
+	// between such leaves; the headroom left is for records that grow
+	// when they are updated, without a split.
+	AppendFillPercent = 0.95
 	// IndexFillPercent is the same for an index bucket (set by
 	// Buckets.Index and CreateIndex). A list applies its page in key order,
 	// so its index entries of one value arrive in order too, and bbolt's
