@@ -58,6 +58,10 @@ type DB struct {
 	// lazy validates pages as reads reach them (Options.ValidateLazily);
 	// nil when Open validated every page.
 	lazy *lazyPages
+	// recordsWhole are the stores whose every record Open's page walk
+	// found whole (recordcheck.go); set before Open returns, then only read.
+	recordsWhole map[string]bool
+
 	path string
 	// file is the file path names, symbolic links followed: its marker
 	// (unsynced.go) sits beside it.
@@ -116,7 +120,12 @@ func Open(path string, opts Options) (*DB, error) {
 			return nil, err
 		}
 	}
+	var records *recordCheck
+	if !opts.ReadOnly {
+		records = newRecordCheck()
+	}
 	b, lazy, err := openBolt(path, BoltOptions{
+		records:         records,
 		LockTimeout:     opts.LockTimeout,
 		ReadOnly:        opts.ReadOnly,
 		NoSync:          opts.NoSync || unsynced,
@@ -144,6 +153,9 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	db.unsynced.Store(unsynced)
 	db.discarded = discarded
+	if records != nil {
+		db.recordsWhole = records.whole
+	}
 	if unsynced {
 		// Under the lock now: another Open that found the marker before
 		// this file existed removed it as stray; put it back before the

@@ -28,6 +28,8 @@ type BoltOptions struct {
 	// lazy (ReadOnly only): validate the meta pages only, and return the
 	// lazyPages that validate the others as reads reach them.
 	lazy bool
+	// records, when set, checks every record during the page walk.
+	records *recordCheck
 }
 
 // OpenBolt validates the file at path and opens it with bbolt and the
@@ -81,7 +83,11 @@ func openBolt(path string, opts BoltOptions) (*bolt.DB, *lazyPages, error) {
 		if opts.lazy && opts.ReadOnly {
 			mode = ValidateMeta
 		}
-		if _, err := validateFile(f, path, mode); err != nil {
+		var onRecord func(store, key, value []byte)
+		if opts.records != nil && mode == ValidatePages {
+			onRecord = opts.records.record
+		}
+		if _, err := validateFile(f, path, mode, onRecord); err != nil {
 			_ = f.Close()
 			openErr = err
 			return nil, err
