@@ -31,10 +31,10 @@ func (s *Store) updateIndexTx(b *cachefile.Buckets, k []byte, old *cachefile.Rec
 		}
 	}
 	for _, e := range rec.Index {
-		ib := b.Idx.Bucket([]byte(e.Name))
+		ib := b.Index(e.Name)
 		if ib == nil {
 			var err error
-			if ib, err = b.Idx.CreateBucket([]byte(e.Name)); err != nil {
+			if ib, err = b.CreateIndex(e.Name); err != nil {
 				return err
 			}
 		}

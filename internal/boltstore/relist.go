@@ -68,6 +68,9 @@ func (s *Store) ApplyListPage(ops []Op) ([]Change, error) {
 			return ErrNoRelist
 		}
 		seen := b.Seen() // nil: the relist began on an empty store
+		if seen == nil {
+			fillForAppendTx(b, prepared)
+		}
 		for i, p := range prepared {
 			var err error
 			if changes[i], olds[i], err = s.applyTx(b, p, differentOnly); err != nil {
@@ -190,6 +193,25 @@ func (s *Store) FinishRelist(rv string) ([]Change, error) {
 
 // prepareListPage encodes the upserts of one list page, and refuses any
 // other op. The caller holds indexMu.
+// fillForAppendTx sets the fill of b's objects bucket, for this
+// transaction, to cachefile.AppendFillPercent when page's keys ascend
+// and sort after every stored key, as a cold list's pages do (the
+// apiserver lists in key order).
+func fillForAppendTx(b *cachefile.Buckets, page []*op) {
+	if len(page) == 0 {
+		return
+	}
+	for i := 1; i < len(page); i++ {
+		if page[i-1].key >= page[i].key {
+			return
+		}
+	}
+	if last, _ := b.Objects.Cursor().Last(); last != nil && string(last) >= page[0].key {
+		return
+	}
+	b.Objects.FillPercent = cachefile.AppendFillPercent
+}
+
 func (s *Store) prepareListPage(ops []Op) ([]*op, error) {
 	for i, o := range ops {
 		if o.Type != OpUpsert {

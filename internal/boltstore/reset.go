@@ -9,8 +9,13 @@ import (
 // CheckRecords verifies the checksum and envelope of every stored record,
 // without decoding a payload, a chunk per read transaction. It returns the
 // first failure, wrapping cachefile.ErrCorruptRecord and naming the store
-// and key. An informer runs it before resuming from the stored RV.
+// and key. An informer runs it before resuming from the stored RV. A store
+// whose records the file's open checked already (RecordsCheckedAtOpen) is
+// not read again.
 func (s *Store) CheckRecords() error {
+	if s.db.RecordsCheckedAtOpen(string(s.name)) {
+		return nil
+	}
 	var after []byte
 	// The check parses each envelope in place (ParseRecord verifies its
 	// checksum) and copies nothing out of it: a warm start runs it over
@@ -61,7 +66,7 @@ func (s *Store) emptyTx(b *cachefile.Buckets) error {
 		return err
 	}
 	for _, n := range sortedNames(s.indexers) {
-		if _, err := b.Idx.CreateBucket([]byte(n)); err != nil {
+		if _, err := b.CreateIndex(n); err != nil {
 			return err
 		}
 	}

@@ -37,6 +37,9 @@ func (s *Store) StageListPage(ops []Op) ([]Change, error) {
 			return ErrNoRelist
 		}
 		seen := b.Seen() // nil: the relist began on an empty store
+		if seen == nil {
+			fillForAppendTx(b, prepared)
+		}
 		for i, p := range prepared {
 			var err error
 			if seen == nil {

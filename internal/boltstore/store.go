@@ -327,7 +327,7 @@ func (s *Store) reindexTx(b *cachefile.Buckets, drop, rebuild []string, indexers
 	}
 	entries := make(map[string][]string, len(rebuild))
 	for _, n := range rebuild {
-		if _, err := b.Idx.CreateBucket([]byte(n)); err != nil {
+		if _, err := b.CreateIndex(n); err != nil {
 			return err
 		}
 		entries[n] = nil
@@ -381,7 +381,7 @@ func (s *Store) reindexTx(b *cachefile.Buckets, drop, rebuild []string, indexers
 	}
 	for n, keys := range entries {
 		sort.Strings(keys)
-		ib := b.Idx.Bucket([]byte(n))
+		ib := b.Index(n)
 		for _, k := range keys {
 			if err := ib.Put([]byte(k), nil); err != nil {
 				return err

@@ -58,6 +58,10 @@ type DB struct {
 	// lazy validates pages as reads reach them (Options.ValidateLazily);
 	// nil when Open validated every page.
 	lazy *lazyPages
+	// recordsWhole are the stores whose every record Open's page walk
+	// found whole (recordcheck.go); set before Open returns, then only read.
+	recordsWhole map[string]bool
+
 	path string
 	// file is the file path names, symbolic links followed: its marker
 	// (unsynced.go) sits beside it.
@@ -116,7 +120,12 @@ func Open(path string, opts Options) (*DB, error) {
 			return nil, err
 		}
 	}
+	var records *recordCheck
+	if !opts.ReadOnly {
+		records = newRecordCheck()
+	}
 	b, lazy, err := openBolt(path, BoltOptions{
+		records:         records,
 		LockTimeout:     opts.LockTimeout,
 		ReadOnly:        opts.ReadOnly,
 		NoSync:          opts.NoSync || unsynced,
@@ -144,6 +153,9 @@ func Open(path string, opts Options) (*DB, error) {
 	}
 	db.unsynced.Store(unsynced)
 	db.discarded = discarded
+	if records != nil {
+		db.recordsWhole = records.whole
+	}
 	if unsynced {
 		// Under the lock now: another Open that found the marker before
 		// this file existed removed it as stray; put it back before the
@@ -193,14 +205,18 @@ func (db *DB) Now() time.Time { return db.opts.Now() }
 func (db *DB) Stats() bolt.Stats { return db.bolt.Stats() }
 
 // Close stops the commit loop after the queued writes and closes the file.
-// A clean Close is a sync point: an unsynced file is made durable first.
+// A clean Close is a sync point: an unsynced file is made durable first;
+// a writable file then gets its free page list (syncFreelist).
 func (db *DB) Close() error {
 	var err error
 	db.closeOnce.Do(func() {
 		close(db.closed)
 		close(db.stop)
 		<-db.done
-		err = errors.Join(db.makeDurable(), db.bolt.Close())
+		if err = db.makeDurable(); err == nil {
+			err = db.syncFreelist()
+		}
+		err = errors.Join(err, db.bolt.Close())
 	})
 	return err
 }

@@ -93,7 +93,7 @@ func (l *lazyPages) validateWhole() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.whole {
-		_, l.wholeErr = validateFile(l.f, l.path, ValidatePages)
+		_, l.wholeErr = validateFile(l.f, l.path, ValidatePages, nil)
 		l.whole = true
 	}
 	return l.wholeErr

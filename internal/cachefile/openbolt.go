@@ -28,6 +28,8 @@ type BoltOptions struct {
 	// lazy (ReadOnly only): validate the meta pages only, and return the
 	// lazyPages that validate the others as reads reach them.
 	lazy bool
+	// records, when set, checks every record during the page walk.
+	records *recordCheck
 }
 
 // OpenBolt validates the file at path and opens it with bbolt and the
@@ -81,7 +83,11 @@ func openBolt(path string, opts BoltOptions) (*bolt.DB, *lazyPages, error) {
 		if opts.lazy && opts.ReadOnly {
 			mode = ValidateMeta
 		}
-		if _, err := validateFile(f, path, mode); err != nil {
+		var onRecord func(store, key, value []byte)
+		if opts.records != nil && mode == ValidatePages {
+			onRecord = opts.records.record
+		}
+		if _, err := validateFile(f, path, mode, onRecord); err != nil {
 			_ = f.Close()
 			openErr = err
 			return nil, err
@@ -167,6 +173,17 @@ const (
 	// ObjectsFillPercent is how full bbolt fills a leaf of an objects
 	// bucket before it splits it (set on every transaction's handle).
 	ObjectsFillPercent = 0.9
+	// AppendFillPercent is how full bbolt fills the leaves of an objects
+	// bucket written in key order after every key it holds (a cold list:
+	// boltstore sets it on that transaction's handle). No insert lands
+	// between such leaves; the headroom left is for records that grow
+	// when they are updated, without a split.
+	AppendFillPercent = 0.95
+	// IndexFillPercent is the same for an index bucket (set by
+	// Buckets.Index and CreateIndex). A list applies its page in key order,
+	// so its index entries of one value arrive in order too, and bbolt's
+	// default of half-full leaves doubled the indexes' pages.
+	IndexFillPercent = 0.9
 	// AllocSize is how much bbolt grows the file at a time once it is past
 	// that size (bbolt's default, 16 MiB, is a large part of a small file).
 	AllocSize = 4 << 20

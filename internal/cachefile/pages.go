@@ -32,6 +32,14 @@ type pageWalker struct {
 	// depths, so the walk of a file allocates a path's worth of buffers
 	// rather than the file's size (a warm start validates the whole file).
 	bufs [maxDepth + 2][]byte
+	// onRecord, when set, is told each key and value of a store's objects
+	// bucket (stores/NAME/objects) with the store's name: the open checks
+	// the records in the walk that reads them (recordcheck.go).
+	onRecord func(store, key, value []byte)
+	// buckets names the nested buckets being walked, outermost first, as
+	// far as onRecord needs; nested counts them all.
+	buckets [3][]byte
+	nested  int
 }
 
 // maxDepth bounds nesting of buckets and branch pages (bbolt trees are a
@@ -249,6 +257,9 @@ func (w *pageWalker) walkPage(p []byte, name pageName, depth int, inline bool, m
 			}
 			prev = el.key
 			if el.flags&flagBucket == 0 {
+				if w.onRecord != nil && w.inObjects() {
+					w.onRecord(w.buckets[1], el.key, el.value)
+				}
 				continue
 			}
 			if len(el.value) < bucketHeaderSize {
@@ -261,13 +272,24 @@ func (w *pageWalker) walkPage(p []byte, name pageName, depth int, inline bool, m
 				}
 				continue
 			}
-			if err := w.walkBucket(root, el.value[bucketHeaderSize:], depth+1); err != nil {
+			if w.nested < len(w.buckets) {
+				w.buckets[w.nested] = el.key
+			}
+			w.nested++
+			err = w.walkBucket(root, el.value[bucketHeaderSize:], depth+1)
+			w.nested--
+			if err != nil {
 				return nil, err
 			}
 		}
 		return prev, nil
 	}
 	return nil, fmt.Errorf("%s: page type %#x where a branch or leaf page belongs", name, flags)
+}
+
+// inObjects reports whether the walk is in a store's objects bucket.
+func (w *pageWalker) inObjects() bool {
+	return w.nested == 3 && bytes.Equal(w.buckets[0], StoresBucket) && bytes.Equal(w.buckets[2], ObjectsBucket)
 }
 
 func inBounds(p []byte, off, n int) error {

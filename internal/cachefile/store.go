@@ -97,8 +97,26 @@ func ForEachStoreTx(tx *bolt.Tx, fn func(name string, b *Buckets, err error) err
 	})
 }
 
-// Index returns the bucket of one index (nil if it does not exist).
-func (b *Buckets) Index(name string) *bolt.Bucket { return b.Idx.Bucket([]byte(name)) }
+// Index returns the bucket of one index (nil if it does not exist), with
+// the fill of IndexFillPercent for the transaction's writes.
+func (b *Buckets) Index(name string) *bolt.Bucket {
+	ib := b.Idx.Bucket([]byte(name))
+	if ib != nil {
+		ib.FillPercent = IndexFillPercent
+	}
+	return ib
+}
+
+// CreateIndex creates the bucket of one index, which must not exist, with
+// the fill of IndexFillPercent for the transaction's writes.
+func (b *Buckets) CreateIndex(name string) (*bolt.Bucket, error) {
+	ib, err := b.Idx.CreateBucket([]byte(name))
+	if err != nil {
+		return nil, err
+	}
+	ib.FillPercent = IndexFillPercent
+	return ib, nil
+}
 
 // Seen returns the relist's seen bucket (nil outside a relist).
 func (b *Buckets) Seen() *bolt.Bucket { return b.Root.Bucket(SeenBucket) }

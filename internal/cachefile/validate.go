@@ -83,11 +83,13 @@ func walkFile(path string, mode ValidateMode) (*pageWalker, error) {
 		return nil, fmt.Errorf("validate %s: %w", path, err)
 	}
 	defer f.Close()
-	return validateFile(f, path, mode)
+	return validateFile(f, path, mode, nil)
 }
 
-// validateFile is walkFile on the open file f, named path in errors.
-func validateFile(f *os.File, path string, mode ValidateMode) (*pageWalker, error) {
+// validateFile is walkFile on the open file f, named path in errors;
+// with ValidatePages it passes every record of a store's objects bucket
+// to onRecord (nil: none).
+func validateFile(f *os.File, path string, mode ValidateMode, onRecord func(store, key, value []byte)) (*pageWalker, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("validate %s: %w", path, err)
@@ -105,7 +107,7 @@ func validateFile(f *os.File, path string, mode ValidateMode) (*pageWalker, erro
 	if mode == ValidateMeta {
 		return nil, nil
 	}
-	w := &pageWalker{r: f, meta: m, seen: make([]uint64, m.pgid/64+1), size: fi.Size()}
+	w := &pageWalker{r: f, meta: m, seen: make([]uint64, m.pgid/64+1), size: fi.Size(), onRecord: onRecord}
 	if err := w.walkBucket(m.root, nil, 0); err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrCorruptFile, err)
 	}
