@@ -84,6 +84,9 @@ type DB struct {
 	// closeOnce guards Close; closed is closed when Close starts.
 	closeOnce sync.Once
 	closed    chan struct{}
+
+	// builds counts the writers filling the unsynced file (BeginBuild).
+	builds builds
 }
 
 // Open opens or creates the cache file at path (mode 0600). The file is
