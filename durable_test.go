@@ -107,23 +107,24 @@ func (g *gatedLW) listWatch() *cache.ListWatch {
 	}
 }
 
-// buildOfTwo opens a new file with two Pod informers on it, "fast" on a
-// source of 20 Pods and "slow" on gated, runs both and waits until fast
-// has synced. It returns slow, the function that stops slow's Run and
-// waits for it, and whether the file has its marker.
+// buildOfTwo opens a new file with two Pod informers on it, "fast" on 20
+// Pods and "slow" on gated, runs both and, once both have begun to list
+// (so both take part in the build), lets fast list and waits until it has
+// synced. It returns slow, the function that stops slow's Run and waits
+// for it, and whether the file has its marker.
 func buildOfTwo(t *testing.T, gated *gatedLW) (c *boltinformer.Cache, slow *boltinformer.Informer, stopSlow func(), marked func() bool) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "cache.db")
-	src := newSource(t)
+	fastLW := newGatedLW(newSource(t))
 	for i := range 20 {
-		src.Add(testutil.Pod("ns", fmt.Sprint("p", i), ""))
+		fastLW.src.Add(testutil.Pod("ns", fmt.Sprint("p", i), ""))
 		gated.src.Add(testutil.Pod("ns", fmt.Sprint("q", i), ""))
 	}
 	c, err := boltinformer.Open(path, boltinformer.Options{Logger: testutil.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fast, err := c.NewInformer(src, &v1.Pod{}, boltinformer.InformerOptions{StoreName: "fast"})
+	fast, err := c.NewInformer(fastLW.listWatch(), &v1.Pod{}, boltinformer.InformerOptions{StoreName: "fast"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,6 +145,9 @@ func buildOfTwo(t *testing.T, gated *gatedLW) (c *boltinformer.Cache, slow *bolt
 			t.Error(err)
 		}
 	})
+	<-fastLW.lists
+	<-gated.lists
+	close(fastLW.gate)
 	select {
 	case <-fast.HasSyncedChecker().Done():
 	case <-time.After(waitTimeout):
@@ -193,7 +197,6 @@ func TestNewFileDurableWhenBuildingInformerRelistsAgain(t *testing.T) {
 	gated := newGatedLW(newSource(t))
 	gated.fail.Store(true)
 	c, _, _, marked := buildOfTwo(t, gated)
-	<-gated.lists
 	<-gated.lists // the second LIST: its relist started over
 	testutil.Eventually(t, "the file durable", waitTimeout, func() bool { return !c.DBForTest().Unsynced() && !marked() })
 }
