@@ -129,9 +129,10 @@ const (
 // them; a damaged one is moved aside and started again when they say so.
 func openFile(path string, opts Options, logger klog.Logger) (*cachefile.DB, fileOpening, error) {
 	var o fileOpening
-	// A new file is built without fsync until an informer on it has
-	// synced (the informer makes it durable before HasSynced is true); a
-	// crash before that leaves a marker, and the next Open rebuilds it.
+	// A new file is built without fsync until every informer that began
+	// filling it has synced, started its relist over or stopped (the last
+	// one makes it durable before its HasSynced is true); a crash before
+	// that leaves a marker, and the next Open rebuilds it.
 	dbOpts := cachefile.Options{LockTimeout: opts.LockTimeout, NoSync: opts.NoSync, Now: opts.Now, Unsynced: true, Logger: logger}
 	db, err := cachefile.Open(path, dbOpts)
 	if errors.Is(err, cachefile.ErrNeedsMigration) {

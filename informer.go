@@ -70,7 +70,10 @@ type Informer struct {
 	refl              *listwatcher.Reflector
 
 	// db is the cache file; markSynced makes a new file durable first.
-	db         *cachefile.DB
+	db *cachefile.DB
+	// build is this informer's part in building a new file without fsync
+	// (cachefile.BeginBuild), set by Run before any goroutine starts.
+	build      *cachefile.Build
 	synced     chan struct{}
 	syncedOnce sync.Once
 
@@ -250,11 +253,15 @@ type syncedChecker struct{ inf *Informer }
 func (s syncedChecker) Name() string          { return s.inf.name }
 func (s syncedChecker) Done() <-chan struct{} { return s.inf.synced }
 
-// markSynced turns HasSynced true. A file still built without fsync is
-// made durable first; while that fails, the informer does not report
-// synced, and says why to logger, Run's.
+// markSynced turns HasSynced true. It ends the informer's part in the
+// build of a new file (cachefile.Build.Done): the last informer of the
+// build to sync makes the file durable first, and while that fails does not
+// report synced, and says why to logger, Run's. An informer that syncs while
+// others still fill the file reports synced on the unsynced file: a crash
+// before the last one synced rebuilds the whole file, as it would have had
+// they synced in the other order.
 func (inf *Informer) markSynced(logger klog.Logger) {
-	if err := inf.db.MakeDurable(); err != nil {
+	if err := inf.build.Done(); err != nil {
 		logger.Error(err, "Making the new cache file durable failed; the informer does not report synced")
 		return
 	}

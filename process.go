@@ -83,6 +83,9 @@ func (inf *Informer) handleRun(ctx context.Context, run []deltafifo.Item) error 
 		return inf.resync()
 	case deltafifo.ListStart:
 		info, _ := run[0].Object.(deltafifo.ListStartInfo)
+		if !inf.relist.start.IsZero() {
+			inf.endBuildOnRestart(ctx)
+		}
 		inf.listPace.off = false
 		inf.relist.begin(info.Reason, inf.clock.Now())
 		return inf.retry(ctx, "begin relist", func() error { return inf.store.BeginRelist(info.Reason) })

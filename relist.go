@@ -101,9 +101,10 @@ func (inf *Informer) finishRelist(ctx context.Context, rv string) error {
 	if err != nil {
 		return err
 	}
-	// The first sync of a new file is its sync point (cachefile.MakeDurable):
-	// HasSynced turns true only on a durable file.
-	if err := inf.retry(ctx, "make the new cache file durable", inf.db.MakeDurable); err != nil {
+	// The sync of the last informer building a new file is its sync point
+	// (cachefile.Build.Done): HasSynced of that informer turns true only on
+	// a durable file.
+	if err := inf.retry(ctx, "make the new cache file durable", inf.build.Done); err != nil {
 		return err
 	}
 	logger := klog.FromContext(ctx)

@@ -75,6 +75,7 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 	if p == nil {
 		return
 	}
+	defer inf.endBuild(logger)
 	if p.failed {
 		inf.abandoned.Store(true)
 		stopRun()
@@ -142,6 +143,8 @@ func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, clu
 		inf.markStopped()
 		return nil
 	}
+	// Counted before the reflector starts (filebuild.go); Run ends it.
+	inf.build = inf.db.BeginBuild()
 	inf.startedMu.Lock()
 	inf.refl = p.refl
 	inf.startedMu.Unlock()

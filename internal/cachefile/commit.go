@@ -63,6 +63,7 @@ func (db *DB) commitLoop() {
 			}
 		}
 		err := db.commit(batch)
+		db.writeBackUnsynced()
 		if err != nil && len(batch) > 1 {
 			for _, w := range batch {
 				w.result <- db.commit([]*Write{w})

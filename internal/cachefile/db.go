@@ -88,6 +88,13 @@ type DB struct {
 	// closeOnce guards Close; closed is closed when Close starts.
 	closeOnce sync.Once
 	closed    chan struct{}
+
+	// builds counts the writers filling the unsynced file (BeginBuild).
+	builds builds
+	// unsyncedCommits counts the commits of an unsynced build since its
+	// dirty pages were last sent to the disk (writeBackUnsynced). Only the
+	// commit loop uses it.
+	unsyncedCommits int
 }
 
 // Open opens or creates the cache file at path (mode 0600). The file is
