@@ -191,8 +191,6 @@ func (s *Store) FinishRelist(rv string) ([]Change, error) {
 	return changes, nil
 }
 
-// prepareListPage encodes the upserts of one list page, and refuses any
-// other op. The caller holds indexMu.
 // fillForAppendTx sets the fill of b's objects bucket, for this
 // transaction, to cachefile.AppendFillPercent when page's keys ascend
 // and sort after every stored key, as a cold list's pages do (the
@@ -212,6 +210,8 @@ func fillForAppendTx(b *cachefile.Buckets, page []*op) {
 	b.Objects.FillPercent = cachefile.AppendFillPercent
 }
 
+// prepareListPage encodes the upserts of one list page, and refuses any
+// other op. The caller holds indexMu.
 func (s *Store) prepareListPage(ops []Op) ([]*op, error) {
 	for i, o := range ops {
 		if o.Type != OpUpsert {
