@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/boltinformer/boltinformer/internal/cachefile"
+	bolt "go.etcd.io/bbolt"
 )
 
 // RelistInProgress reports whether a relist was begun and not finished
@@ -53,6 +54,21 @@ func (s *Store) BeginRelist(reason string) error {
 // UID differs from the stored one and marks every key of the page as seen.
 // Unchanged objects produce no write and an Unchanged change.
 func (s *Store) ApplyListPage(ops []Op) ([]Change, error) {
+	return s.writeListPage(ops, "apply", func(b *cachefile.Buckets, seen *bolt.Bucket, p *op, ch *Change, old **cachefile.Record) error {
+		var err error
+		if *ch, *old, err = s.applyTx(b, p, differentOnly); err != nil || seen == nil {
+			return err
+		}
+		return seen.Put([]byte(p.key), nil)
+	})
+}
+
+// writeListPage writes one list page of a relist in progress: it prepares
+// the page's upserts, and in one write checks that the relist is in
+// progress, lets each op write through put (seen is nil when the relist
+// began on an empty store), and returns the changes with their previous
+// objects decoded. verb names the write in its error.
+func (s *Store) writeListPage(ops []Op, verb string, put func(b *cachefile.Buckets, seen *bolt.Bucket, p *op, ch *Change, old **cachefile.Record) error) ([]Change, error) {
 	s.indexMu.RLock()
 	defer s.indexMu.RUnlock()
 	prepared, err := s.prepareListPage(ops)
@@ -72,21 +88,14 @@ func (s *Store) ApplyListPage(ops []Op) ([]Change, error) {
 			fillForAppendTx(b, prepared)
 		}
 		for i, p := range prepared {
-			var err error
-			if changes[i], olds[i], err = s.applyTx(b, p, differentOnly); err != nil {
-				return err
-			}
-			if seen == nil {
-				continue
-			}
-			if err := seen.Put([]byte(p.key), nil); err != nil {
+			if err := put(b, seen, p, &changes[i], &olds[i]); err != nil {
 				return err
 			}
 		}
 		return s.touchTx(b)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store %s: apply list page of %d: %w", s.name, len(ops), err)
+		return nil, fmt.Errorf("store %s: %s list page of %d: %w", s.name, verb, len(ops), err)
 	}
 	s.decodeOld(changes, olds)
 	return changes, nil

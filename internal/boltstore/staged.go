@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/boltinformer/boltinformer/internal/cachefile"
+	bolt "go.etcd.io/bbolt"
 )
 
 // StageListPage is ApplyListPage for a caller that notifies the relist's
@@ -22,48 +23,19 @@ import (
 // ApplyListPage stores them. A relist that starts over (BeginRelist)
 // forgets what it staged.
 func (s *Store) StageListPage(ops []Op) ([]Change, error) {
-	s.indexMu.RLock()
-	defer s.indexMu.RUnlock()
-	prepared, err := s.prepareListPage(ops)
-	if err != nil {
-		return nil, err
-	}
-	defer releaseEncodings(prepared) // after the write
-	keys := opKeys(prepared)
-	changes := make([]Change, len(ops))
-	olds := make([]*cachefile.Record, len(ops))
-	err = s.write(keys, func() []hotEntry { return fillFor(s.hot, prepared, changes) }, func(b *cachefile.Buckets) error {
-		if b.State.Get(cachefile.StateRelist) == nil {
-			return ErrNoRelist
-		}
-		seen := b.Seen() // nil: the relist began on an empty store
+	return s.writeListPage(ops, "stage", func(b *cachefile.Buckets, seen *bolt.Bucket, p *op, ch *Change, old **cachefile.Record) error {
 		if seen == nil {
-			fillForAppendTx(b, prepared)
-		}
-		for i, p := range prepared {
 			var err error
-			if seen == nil {
-				if changes[i], olds[i], err = s.applyTx(b, p, differentOnly); err != nil {
-					return err
-				}
-				continue
-			}
-			changes[i] = diffTx(b, p)
-			var staged []byte
-			if changes[i].Staged {
-				staged = p.enc
-			}
-			if err := seen.Put([]byte(p.key), staged); err != nil {
-				return err
-			}
+			*ch, *old, err = s.applyTx(b, p, differentOnly)
+			return err
 		}
-		return s.touchTx(b)
+		*ch = diffTx(b, p)
+		var staged []byte
+		if ch.Staged {
+			staged = p.enc
+		}
+		return seen.Put([]byte(p.key), staged)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("store %s: stage list page of %d: %w", s.name, len(ops), err)
-	}
-	s.decodeOld(changes, olds)
-	return changes, nil
 }
 
 // diffTx says what storing p would change, as applyTx in differentOnly
