@@ -3,8 +3,8 @@ package boltstore
 import (
 	"testing"
 
-	v1 "k8s.io/api/core/v1"
 	bolt "go.etcd.io/bbolt"
+	v1 "k8s.io/api/core/v1"
 
 	"github.com/boltinformer/boltinformer/internal/cachefile"
 )
