@@ -39,7 +39,7 @@ type pageWalker struct {
 	// walk that reads them (recordcheck.go).
 	records *recordCheck
 	// buckets names the nested buckets being walked, outermost first, as
-	// far as onRecord needs; nested counts them all.
+	// far as records needs; nested counts them all.
 	buckets [3][]byte
 	nested  int
 }
