@@ -83,11 +83,11 @@ func openBolt(path string, opts BoltOptions) (*bolt.DB, *lazyPages, error) {
 		if opts.lazy && opts.ReadOnly {
 			mode = ValidateMeta
 		}
-		var onRecord func(store, key, value []byte)
-		if opts.records != nil && mode == ValidatePages {
-			onRecord = opts.records.record
+		var records *recordCheck
+		if mode == ValidatePages {
+			records = opts.records
 		}
-		if _, err := validateFile(f, path, mode, onRecord); err != nil {
+		if _, err := validateFile(f, path, mode, records); err != nil {
 			_ = f.Close()
 			openErr = err
 			return nil, err

@@ -32,12 +32,14 @@ type pageWalker struct {
 	// depths, so the walk of a file allocates a path's worth of buffers
 	// rather than the file's size (a warm start validates the whole file).
 	bufs [maxDepth + 2][]byte
-	// onRecord, when set, is told each key and value of a store's objects
-	// bucket (stores/NAME/objects) with the store's name: the open checks
-	// the records in the walk that reads them (recordcheck.go).
-	onRecord func(store, key, value []byte)
+	// spans holds a span per depth.
+	spans [maxDepth + 2]span
+	// records, when set, checks each key and value of a store's objects
+	// bucket (stores/NAME/objects): the open checks the records in the
+	// walk that reads them (recordcheck.go).
+	records *recordCheck
 	// buckets names the nested buckets being walked, outermost first, as
-	// far as onRecord needs; nested counts them all.
+	// far as records needs; nested counts them all.
 	buckets [3][]byte
 	nested  int
 }
@@ -58,51 +60,113 @@ func (w *pageWalker) markSeen(id uint64)    { w.seen[id/64] |= 1 << (id % 64) }
 // and its overflow pages lie below the high-water mark and are reached
 // for the first time (bbolt's walk reports a page reached twice).
 func (w *pageWalker) readPage(id uint64, buf *[]byte) ([]byte, error) {
+	p, _, err := w.readPageFrom(id, buf, nil)
+	return p, err
+}
+
+// readPageFrom is readPage reading the page into sp's buffer when sp is
+// not nil and the walk checks records in the workers (recordcheck.go),
+// with the same checks in the same order. It returns sp when the page is
+// a slice of sp's buffer, nil when of *buf.
+func (w *pageWalker) readPageFrom(id uint64, buf *[]byte, sp *span) ([]byte, *span, error) {
 	if id < 2 || id >= w.meta.pgid {
-		return nil, fmt.Errorf("page id %d is outside the file's pages 2..%d", id, w.meta.pgid-1)
+		return nil, nil, fmt.Errorf("page id %d is outside the file's pages 2..%d", id, w.meta.pgid-1)
 	}
 	if w.isSeen(id) {
-		return nil, fmt.Errorf("page %d is reachable twice", id)
+		return nil, nil, fmt.Errorf("page %d is reachable twice", id)
 	}
 	w.markSeen(id)
 	ps := int64(w.meta.pageSize)
 	if buf == nil {
 		buf = new([]byte)
 	}
-	if int64(cap(*buf)) < ps {
-		*buf = make([]byte, ps)
+	if sp != nil && (w.records == nil || !w.records.running()) {
+		sp = nil
 	}
-	head := (*buf)[:ps]
+	var head []byte
+	if sp != nil {
+		head = sp.next(ps, w.records)
+	} else {
+		if int64(cap(*buf)) < ps {
+			*buf = make([]byte, ps)
+		}
+		head = (*buf)[:ps]
+	}
 	if _, err := w.r.ReadAt(head, int64(id)*ps); err != nil {
-		return nil, fmt.Errorf("page %d: %w", id, err)
+		return nil, nil, fmt.Errorf("page %d: %w", id, err)
 	}
 	if got := binary.LittleEndian.Uint64(head[0:]); got != id {
-		return nil, fmt.Errorf("page %d says it is page %d", id, got)
+		return nil, nil, fmt.Errorf("page %d says it is page %d", id, got)
 	}
 	overflow := uint64(binary.LittleEndian.Uint32(head[12:]))
 	if overflow == 0 {
-		return head, nil
+		if sp != nil {
+			sp.used += ps
+		}
+		return head, sp, nil
 	}
 	if id+overflow >= w.meta.pgid {
-		return nil, fmt.Errorf("page %d has %d overflow pages, past the file's last page %d", id, overflow, w.meta.pgid-1)
+		return nil, nil, fmt.Errorf("page %d has %d overflow pages, past the file's last page %d", id, overflow, w.meta.pgid-1)
 	}
 	for o := id + 1; o <= id+overflow; o++ {
 		if w.isSeen(o) {
-			return nil, fmt.Errorf("page %d has %d overflow pages, over page %d, which is reachable on its own", id, overflow, o)
+			return nil, nil, fmt.Errorf("page %d has %d overflow pages, over page %d, which is reachable on its own", id, overflow, o)
 		}
 		w.markSeen(o)
 	}
 	size := int64(overflow+1) * ps
-	if int64(cap(*buf)) < size {
+	var full []byte
+	switch {
+	case sp != nil && sp.used+size <= int64(len(sp.buf)):
+		full = sp.buf[sp.used : sp.used+size]
+		sp.used += size
+	case int64(cap(*buf)) < size:
 		grown := make([]byte, size)
 		copy(grown, head)
-		*buf = grown
+		*buf, full, sp = grown, grown, nil
+	default:
+		copy(*buf, head)
+		full, sp = (*buf)[:size], nil
 	}
-	full := (*buf)[:size]
 	if _, err := w.r.ReadAt(full[ps:], int64(id+1)*ps); err != nil {
-		return nil, fmt.Errorf("page %d overflow: %w", id, err)
+		return nil, nil, fmt.Errorf("page %d overflow: %w", id, err)
 	}
-	return full, nil
+	return full, sp, nil
+}
+
+// A span is a buffer the walk reads the pages of one depth into, one after
+// the other, while it checks records in the workers: the records of the
+// leaves read into it are handed to the workers with the buffer, when it
+// is full, instead of being checked by the walk or copied. The walk keeps
+// a span per depth; a page read into the span of depth d is done with
+// once the walk reads the next page of depth d, so the span is reused
+// from its start when it is full and holds no records.
+type span struct {
+	buf  []byte
+	used int64 // bytes of buf read into
+	// recs are the records of store found in buf's leaves that the
+	// workers are to check.
+	recs  [][2][]byte
+	store string
+}
+
+// maxSpanBytes is the size of a span's buffer: the walk's memory stays a
+// path's worth of spans and the workers' pool whatever the file's size.
+const maxSpanBytes = 256 << 10
+
+// next returns the room for the next page of ps bytes, handing the
+// buffer's records to c's workers first when it is full.
+func (sp *span) next(ps int64, c *recordCheck) []byte {
+	if sp.used+ps > int64(len(sp.buf)) {
+		if len(sp.recs) > 0 {
+			c.handOff(sp)
+		}
+		sp.used = 0
+		if int64(len(sp.buf)) < ps {
+			sp.buf = make([]byte, max(maxSpanBytes, ps))
+		}
+	}
+	return sp.buf[sp.used : sp.used+ps]
 }
 
 // walkBucket checks the tree of a bucket: rooted at page root, or, when
@@ -112,7 +176,7 @@ func (w *pageWalker) walkBucket(root uint64, inline []byte, depth int) error {
 		return fmt.Errorf("buckets nested deeper than %d", maxDepth)
 	}
 	if root == 0 {
-		_, err := w.walkPage(inline, inlinePage, depth, true, nil, nil)
+		_, err := w.walkPage(inline, inlinePage, depth, true, nil, nil, nil)
 		return err
 	}
 	_, err := w.walkTree(root, depth, nil, nil)
@@ -126,14 +190,14 @@ func (w *pageWalker) walkTree(id uint64, depth int, minClosed, maxOpen []byte) (
 	if depth > maxDepth {
 		return nil, fmt.Errorf("page %d: tree deeper than %d", id, maxDepth)
 	}
-	p, err := w.readPage(id, &w.bufs[depth])
+	p, held, err := w.readPageFrom(id, &w.bufs[depth], &w.spans[depth])
 	if err != nil {
 		return nil, err
 	}
 	if w.onPage != nil {
 		w.onPage(id, binary.LittleEndian.Uint16(p[8:]))
 	}
-	return w.walkPage(p, pageName(id), depth, false, minClosed, maxOpen)
+	return w.walkPage(p, pageName(id), depth, false, minClosed, maxOpen, held)
 }
 
 // pageName names a page in an error: its id, or inlinePage. It is
@@ -205,7 +269,8 @@ func elementAt(p []byte, name pageName, flags uint16, count, i int) (element, er
 // walkPage checks one branch or leaf page and descends into its children
 // and nested buckets. Keys of tree pages (not inline ones, which bbolt does
 // not order-check either) must be ordered within [minClosed, maxOpen).
-func (w *pageWalker) walkPage(p []byte, name pageName, depth int, inline bool, minClosed, maxOpen []byte) ([]byte, error) {
+// held is the span p is a slice of (nil: none).
+func (w *pageWalker) walkPage(p []byte, name pageName, depth int, inline bool, minClosed, maxOpen []byte, held *span) ([]byte, error) {
 	le := binary.LittleEndian
 	if len(p) < pageHeaderSize {
 		return nil, fmt.Errorf("%s: %d bytes, shorter than a page header", name, len(p))
@@ -257,8 +322,8 @@ func (w *pageWalker) walkPage(p []byte, name pageName, depth int, inline bool, m
 			}
 			prev = el.key
 			if el.flags&flagBucket == 0 {
-				if w.onRecord != nil && w.inObjects() {
-					w.onRecord(w.buckets[1], el.key, el.value)
+				if w.records != nil && w.inObjects() {
+					w.records.add(w.buckets[1], el.key, el.value, held)
 				}
 				continue
 			}

@@ -1,6 +1,8 @@
 package cachefile
 
 import (
+	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -57,5 +59,64 @@ func TestOpenChecksTheRecords(t *testing.T) {
 	db = openDB(t, path, Options{ReadOnly: true})
 	if db.RecordsCheckedAtOpen("Pod.v1") {
 		t.Error("a read-only open claims to have checked the records")
+	}
+}
+
+// TestOpenFindsADamagedRecordAnywhere: the open's walk hands the records
+// of many leaves to its workers span by span; a damaged record in the
+// first leaf of the first store walked, one in its middle, and one in the
+// last leaf of the file (whose span is handed off only when the walk
+// ends) each clear their store, and only theirs.
+func TestOpenFindsADamagedRecordAnywhere(t *testing.T) {
+	const n = 3000
+	clean := filepath.Join(t.TempDir(), "clean.db")
+	writeCache(t, clean, n)
+	if leaves, perSpan := len(leafPages(t, clean)), maxSpanBytes/PageSize; leaves < 8*perSpan {
+		t.Fatalf("the file has %d leaves, fewer than 8 spans of %d: the test does not reach the workers' pool", leaves, perSpan)
+	}
+	for _, c := range []struct {
+		store, other string
+		i            int
+	}{{"ConfigMap.v1", "Pod.v1", 0}, {"ConfigMap.v1", "Pod.v1", n / 2}, {"Pod.v1", "ConfigMap.v1", n - 1}} {
+		path := filepath.Join(t.TempDir(), "cache.db")
+		copyTestFile(t, clean, path)
+		b, err := OpenBolt(path, BoltOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = b.Update(func(tx *bolt.Tx) error {
+			s, err := StoreTx(tx, c.store)
+			if err != nil {
+				return err
+			}
+			key := []byte(fmt.Sprintf("ns/obj-%05d", c.i))
+			v := append([]byte(nil), s.Objects.Get(key)...)
+			v[len(v)/2] ^= 0x01
+			return s.Objects.Put(key, v)
+		})
+		if cerr := b.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := openDB(t, path, Options{})
+		if db.RecordsCheckedAtOpen(c.store) || !db.RecordsCheckedAtOpen(c.other) {
+			t.Errorf("record %d of %d damaged in %s: checked it %t, %s %t; want false, true", c.i, n, c.store, db.RecordsCheckedAtOpen(c.store), c.other, db.RecordsCheckedAtOpen(c.other))
+		}
+		if err := db.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func copyTestFile(t *testing.T, from, to string) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -87,9 +87,9 @@ func walkFile(path string, mode ValidateMode) (*pageWalker, error) {
 }
 
 // validateFile is walkFile on the open file f, named path in errors;
-// with ValidatePages it passes every record of a store's objects bucket
-// to onRecord (nil: none).
-func validateFile(f *os.File, path string, mode ValidateMode, onRecord func(store, key, value []byte)) (*pageWalker, error) {
+// with ValidatePages it has records (nil: none) check every record of a
+// store's objects bucket.
+func validateFile(f *os.File, path string, mode ValidateMode, records *recordCheck) (*pageWalker, error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("validate %s: %w", path, err)
@@ -107,9 +107,16 @@ func validateFile(f *os.File, path string, mode ValidateMode, onRecord func(stor
 	if mode == ValidateMeta {
 		return nil, nil
 	}
-	w := &pageWalker{r: f, meta: m, seen: make([]uint64, m.pgid/64+1), size: fi.Size(), onRecord: onRecord}
+	w := &pageWalker{r: f, meta: m, seen: make([]uint64, m.pgid/64+1), size: fi.Size(), records: records}
+	if records != nil {
+		records.start(maxSpanBytes)
+		defer records.stop()
+	}
 	if err := w.walkBucket(m.root, nil, 0); err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrCorruptFile, err)
+	}
+	if records != nil {
+		records.finish(w.spans[:])
 	}
 	if m.freelist != pgidNoFreelist {
 		if err := w.checkFreelist(m.freelist); err != nil {
