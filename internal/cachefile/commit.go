@@ -82,7 +82,7 @@ func (db *DB) submit(r *Write) error {
 	wr.queue = append(wr.queue, r)
 	if wr.leading {
 		wr.mu.Unlock()
-		if err := <-r.result; err != errLead { //nolint:errorlint // errLead is never wrapped
+		if err := <-r.result; !errors.Is(err, errLead) {
 			return err
 		}
 	} else {
@@ -95,9 +95,10 @@ func (db *DB) submit(r *Write) error {
 
 // lead runs one turn of the commit loop: own, at the head of the queue,
 // and what follows it (takeLocked) are committed and answered, then the
-// loop passes to the caller of the oldest request left, or stops. Should a
-// commit hook panic on this goroutine, the others of the batch get an
-// error and the loop is still passed on: no caller waits forever.
+// loop passes to the caller of the oldest request left, or stops. A commit
+// hook runs on this goroutine, whichever write it belongs to; should one
+// panic, the panic unwinds this caller, the others of the batch get an
+// error, and the loop is still passed on: no caller waits forever.
 func (db *DB) lead(own *Write) {
 	wr := &db.writer
 	wr.mu.Lock()
@@ -109,7 +110,7 @@ func (db *DB) lead(own *Write) {
 		if !answered {
 			for _, r := range batch {
 				if r != own {
-					r.result <- fmt.Errorf("%s: a commit hook of another write in its transaction panicked", db.path)
+					r.result <- fmt.Errorf("%s: a commit hook panicked in the transaction of this write", db.path)
 				}
 			}
 		}
@@ -125,12 +126,12 @@ func (db *DB) lead(own *Write) {
 }
 
 // takeLocked moves the requests of the next transaction from the head of
-// queue to batch: a MakeDurable request alone, or up to max writes.
-func takeLocked(batch []*Write, queue *[]*Write, max int) []*Write {
+// queue to batch: a MakeDurable request alone, or up to maxBatch writes.
+func takeLocked(batch []*Write, queue *[]*Write, maxBatch int) []*Write {
 	q := *queue
 	n := 1
 	if !q[0].durable {
-		for n < len(q) && n < max && !q[n].durable {
+		for n < len(q) && n < maxBatch && !q[n].durable {
 			n++
 		}
 	}

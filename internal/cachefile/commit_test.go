@@ -26,13 +26,13 @@ func holdTx(entered chan<- struct{}, release <-chan struct{}) func(*bolt.Tx) err
 	}
 }
 
-// waitUpdatesQueued waits until n callers of Update wait for a commit
-// that holdTx keeps in flight.
+// waitUpdatesQueued waits until n callers of Update are queued, blocked
+// until the commit that holdTx keeps in flight answers them.
 func waitUpdatesQueued(t *testing.T, n int) {
 	t.Helper()
 	testutil.Eventually(t, fmt.Sprintf("%d queued writes", n), 10*time.Second, func() bool {
 		return testutil.CountGoroutines(func(stack string) bool {
-			return strings.Contains(stack, "cachefile.(*DB).Update(") && !strings.Contains(stack, "holdTx")
+			return strings.Contains(stack, "[chan receive") && strings.Contains(stack, "cachefile.(*DB).Update(") && !strings.Contains(stack, "holdTx")
 		}) == n
 	})
 }
