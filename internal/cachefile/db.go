@@ -68,10 +68,8 @@ type DB struct {
 	file string
 	opts Options
 
-	// requests feeds the commit loop; stop and done end it (Close).
-	requests chan *Write
-	// durable asks the commit loop to make an unsynced file durable.
-	durable chan chan error
+	// writer is the commit loop (commit.go).
+	writer writer
 	// unsynced: the file is built without fsync and its marker exists.
 	// Only the commit loop (or Close, after it) clears it and turns the
 	// bolt DB's NoSync and NoGrowSync off, between transactions.
@@ -82,8 +80,6 @@ type DB struct {
 	syncFailed error
 	// discarded: Open emptied a file its unsynced build had left unfinished.
 	discarded bool
-	stop      chan struct{}
-	done      chan struct{}
 
 	// closeOnce guards Close; closed is closed when Close starts.
 	closeOnce sync.Once
@@ -147,17 +143,14 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	db := &DB{
-		bolt:     b,
-		lazy:     lazy,
-		path:     path,
-		file:     file,
-		opts:     opts,
-		requests: make(chan *Write),
-		durable:  make(chan chan error),
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
-		closed:   make(chan struct{}),
+		bolt:   b,
+		lazy:   lazy,
+		path:   path,
+		file:   file,
+		opts:   opts,
+		closed: make(chan struct{}),
 	}
+	db.writer.idle.L = &db.writer.mu
 	db.unsynced.Store(unsynced)
 	db.discarded = discarded
 	if records != nil {
@@ -195,7 +188,6 @@ func Open(path string, opts Options) (*DB, error) {
 		_ = b.Close()
 		return nil, err
 	}
-	go db.commitLoop()
 	return db, nil
 }
 
@@ -211,15 +203,17 @@ func (db *DB) Now() time.Time { return db.opts.Now() }
 // Stats returns bbolt's statistics (free and pending pages for metrics).
 func (db *DB) Stats() bolt.Stats { return db.bolt.Stats() }
 
-// Close stops the commit loop after the queued writes and closes the file.
+// Close answers the writes already queued, refuses later ones (ErrClosed)
+// and closes the file.
 // A clean Close is a sync point: an unsynced file is made durable first;
 // a writable file then gets its free page list (syncFreelist).
 func (db *DB) Close() error {
 	var err error
 	db.closeOnce.Do(func() {
 		close(db.closed)
-		close(db.stop)
-		<-db.done
+		db.writer.mu.Lock()
+		db.writer.closeAndWaitLocked()
+		db.writer.mu.Unlock()
 		if err = db.makeDurable(); err == nil {
 			err = db.syncFreelist()
 		}

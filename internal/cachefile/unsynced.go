@@ -255,13 +255,7 @@ func (db *DB) MakeDurable() error {
 	if !db.unsynced.Load() {
 		return nil
 	}
-	res := make(chan error, 1)
-	select {
-	case db.durable <- res:
-	case <-db.closed:
-		return ErrClosed
-	}
-	return <-res
+	return db.submit(&Write{durable: true})
 }
 
 // makeDurable is MakeDurable in the commit loop (or in Close, after it).
