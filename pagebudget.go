@@ -176,7 +176,9 @@ func (s *pagedSink) WaitBelow(ctx context.Context, n int) error {
 // as soon as it is queued.
 func (s *pagedSink) AddListPage(objs []any, encoded [][]byte) error {
 	s.mu.Lock()
-	if s.closed {
+	if s.closed || len(objs) == 0 {
+		// An empty page queues nothing to apply: the budget stays with
+		// the page still to be read.
 		s.mu.Unlock()
 		return s.Queue.AddListPage(objs, encoded)
 	}

@@ -90,6 +90,10 @@ func TestPagedSinkHoldsEachPageUntilApplied(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("first page handed over", 2)
+	if err := s.AddListPage(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	check("an empty page handed over", 2)
 	if err := s.WaitBelow(ctx, 100); err != nil {
 		t.Fatal(err)
 	}
