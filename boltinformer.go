@@ -33,6 +33,9 @@ type Cache struct {
 	keys *encryption.Keyring
 	// movedTo is where Open moved a damaged file (RebuildOnCorruption).
 	movedTo string
+	// relistPages bounds the relist pages the informers hold together
+	// (Options.RelistPages).
+	relistPages *relistBudget
 
 	// mu guards informers, closed and identity.
 	mu        sync.Mutex
@@ -74,6 +77,11 @@ func Open(path string, opts Options) (*Cache, error) {
 		}
 	}
 	c := &Cache{db: db, opts: opts, keys: keys, informers: map[string]*Informer{}, logger: logger, loggerSet: loggerSet, movedTo: opened.movedTo}
+	pages := opts.RelistPages
+	if pages <= 0 {
+		pages = defaultRelistPages()
+	}
+	c.relistPages = newRelistBudget(pages)
 	c.metrics = newMetrics(c)
 	c.metrics.observeOpen(opened)
 	if opts.Registerer != nil {

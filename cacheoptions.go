@@ -12,6 +12,13 @@ type Options struct {
 	// LockTimeout bounds the wait when another process holds the file
 	// (default cachefile.DefaultLockTimeout).
 	LockTimeout time.Duration
+	// RelistPages bounds the relist pages that the cache's informers hold
+	// at once, together: each page from its request to the end of its
+	// commit and notifications. Informers relisting at the same time (a
+	// cold start) take pages in turn, so their heap stays that of a few
+	// pages however many informers the file has (InformerOptions.PageSize
+	// and PageBytes bound a page). Default: twice GOMAXPROCS, at least 4.
+	RelistPages int
 	// NoSync turns fsync off. Only for tests and benchmarks: a crash can then
 	// lose committed data.
 	NoSync bool

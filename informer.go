@@ -81,6 +81,13 @@ type Informer struct {
 	// nothing queued after it may be applied, or the RV would skip it.
 	abandoned atomic.Bool
 
+	// pages is the reflector's sink: the queue, and the informer's share of
+	// the cache's relist budget, which the process loop gives back as it
+	// applies relist pages. Set by Run before any goroutine starts.
+	pages *pagedSink
+	// relistPages is the cache's relist budget (Options.RelistPages).
+	relistPages *relistBudget
+
 	// listPace paces the relist in progress on the handlers; the process
 	// loop turns it back on when a relist starts and is its only user.
 	listPace handlerPace
@@ -168,6 +175,7 @@ func (c *Cache) NewInformer(lw cache.ListerWatcher, exampleObject runtime.Object
 		identity:     c.clusterIdentity(),
 		outage:       outage{clock: opts.Clock},
 		db:           c.db,
+		relistPages:  c.relistPages,
 		synced:       make(chan struct{}),
 		processor: processor.New(processor.Options{
 			ResyncPeriod: opts.ResyncPeriod,

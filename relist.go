@@ -38,6 +38,8 @@ func (inf *Informer) applyListPage(ctx context.Context, run []deltafifo.Item) er
 			}
 		}
 	}
+	// The page's budget is given back once it is applied, or given up.
+	defer inf.pages.applied(len(run))
 	return inf.applyOps(ctx, ops, inf.store.StageListPage, notify, nil)
 }
 

@@ -82,6 +82,7 @@ func (inf *Informer) RunWithContext(ctx context.Context) {
 	}
 	inf.processLoop(ctx, p.queue)
 	wg.Wait()
+	inf.pages.close()
 	// Mark the informer stopped before the deferred calls stop the
 	// processor: from now on AddEventHandler fails with ErrStopped instead
 	// of reaching a stopped processor.
@@ -138,7 +139,7 @@ func (inf *Informer) startAndReplay(ctx context.Context, logger klog.Logger, clu
 	if !ok {
 		return nil
 	}
-	p := inf.newPipeline(logger, clusterRelist, transform, weh)
+	p := inf.newPipeline(ctx, logger, clusterRelist, transform, weh)
 	if p == nil {
 		inf.markStopped()
 		return nil
@@ -201,8 +202,9 @@ const replayEventLimit = 64
 // reflector, or returns nil if the state cannot be read or a damaged
 // record forbids the start. clusterRelist, when set, is why the first list
 // must be a relist (checkCluster emptied a store of another cluster). The
-// caller holds blockDeltas, not startedMu: this reads the disk.
-func (inf *Informer) newPipeline(logger klog.Logger, clusterRelist listwatcher.RelistReason, transform cache.TransformFunc, weh listwatcher.WatchErrorHandler) *pipeline {
+// caller holds blockDeltas, not startedMu: this reads the disk. ctx is
+// Run's.
+func (inf *Informer) newPipeline(ctx context.Context, logger klog.Logger, clusterRelist listwatcher.RelistReason, transform cache.TransformFunc, weh listwatcher.WatchErrorHandler) *pipeline {
 	rv, rvErr := inf.store.ResourceVersion()
 	relisting, reason, relErr := inf.store.RelistInProgress()
 	if err := errors.Join(rvErr, relErr); err != nil {
@@ -239,10 +241,20 @@ func (inf *Informer) newPipeline(logger klog.Logger, clusterRelist listwatcher.R
 		// fake one standing still must not hold events back.
 		Coalesce: inf.commitTime.window,
 	})
+	// The reflector takes the cache's relist budget through its sink, and
+	// gives back the page it holds when its relist fails.
+	inf.pages = newPagedSink(ctx, queue, inf.relistPages)
+	if weh == nil {
+		weh = listwatcher.DefaultWatchErrorHandler
+	}
+	failed := func(ctx context.Context, r *listwatcher.Reflector, err error) {
+		inf.pages.relistFailed()
+		weh(ctx, r, err)
+	}
 	// Only the WATCH from the stored RV syncs a warm start: one after a
 	// relist (410, RV ahead) is established before the queue has applied the
 	// relist, and finishRelist marks the informer synced then.
-	refl := listwatcher.New(inf.lw, inf.objType, queue, listwatcher.Options{
+	refl := listwatcher.New(inf.lw, inf.objType, inf.pages, listwatcher.Options{
 		Name:                  inf.name,
 		StartRV:               rv,
 		MustRelist:            relisting || clusterRelist != "",
@@ -254,7 +266,7 @@ func (inf *Informer) newPipeline(logger klog.Logger, clusterRelist listwatcher.R
 		Clock:                 inf.clock,
 		Logger:                &logger,
 		Metrics:               reflectorMetrics{inf: inf, logger: logger},
-		WatchErrorHandler:     weh,
+		WatchErrorHandler:     failed,
 		OnWatchEstablished:    func(from string) { warm.watchEstablished(from == rv) },
 		WatchEstablishedAfter: inf.opts.WatchEstablishedAfter,
 	})

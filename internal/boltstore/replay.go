@@ -41,12 +41,7 @@ func (s *Store) Replay(fn func(obj interface{}) error, damaged func(key string, 
 	if workers == 1 {
 		return s.replayInline(fn, damaged)
 	}
-	// ordered holds the chunks in key order; it bounds how far the reader
-	// runs ahead of the caller: workers-1 chunks waiting, one the reader is
-	// sending, one being handed on, so that every worker has a chunk to
-	// decode while the caller hands one on.
-	ordered := make(chan *replayBatch, workers-1)
-	work := make(chan *replayBatch, workers)
+	ordered, work := replayQueues(workers)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() { s.findBatches(ordered, work, stop) })
@@ -77,6 +72,16 @@ func (s *Store) Replay(fn func(obj interface{}) error, damaged func(key string, 
 		runtime.Gosched()
 	}
 	return nil
+}
+
+// replayQueues are the channels of a pipelined Replay with workers
+// decoders. ordered holds the chunks in key order; it bounds how far the
+// reader runs ahead of the caller: workers-1 chunks waiting, one the reader
+// is sending, one being handed on. Every chunk but the one handed on is
+// with the decoders (findBatches hands it to them first), so that every
+// worker has a chunk to decode while the caller hands one on.
+func replayQueues(workers int) (ordered, work chan *replayBatch) {
+	return make(chan *replayBatch, workers-1), make(chan *replayBatch, workers)
 }
 
 // replayInline is Replay on one core: find a chunk, decode it, hand it on.
@@ -115,8 +120,10 @@ type replayBatch struct {
 }
 
 // findBatches finds the chunks of a Replay in key order and sends each to
-// ordered, for the caller, and then to work, for a decoder. It stops after
-// the last chunk, a failed read, or when stop is closed, and closes both
+// work, for a decoder, and then to ordered, for the caller: a chunk waiting
+// for room in ordered is decoded meanwhile. A chunk the reader could not
+// read goes to ordered alone, decoded (closed) at once. It stops after the
+// last chunk, a failed read, or when stop is closed, and closes both
 // channels.
 func (s *Store) findBatches(ordered, work chan<- *replayBatch, stop <-chan struct{}) {
 	defer close(ordered)
@@ -130,21 +137,19 @@ func (s *Store) findBatches(ordered, work chan<- *replayBatch, stop <-chan struc
 		b := &replayBatch{bounds: bounds, err: err, decoded: make(chan struct{})}
 		if err != nil {
 			close(b.decoded)
+		} else {
+			select {
+			case work <- b:
+			case <-stop:
+				return
+			}
 		}
 		select {
 		case ordered <- b:
 		case <-stop:
 			return
 		}
-		if err != nil {
-			return
-		}
-		select {
-		case work <- b:
-		case <-stop:
-			return
-		}
-		if !more {
+		if err != nil || !more {
 			return
 		}
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 
@@ -94,4 +96,41 @@ func storedSize(t *testing.T, s *Store, key string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// While the caller hands on one chunk of a pipelined Replay, every decoder
+// has a chunk of its own: with two workers, the two chunks after the one
+// handed on are both sent to the decoders, though only one of them fits in
+// ordered.
+func TestReplayKeepsEveryDecoderBusy(t *testing.T) {
+	s, err := Open(filepath.Join(t.TempDir(), "c.db"), "pods", cachefile.Options{NoSync: true}, StoreOptions{Object: &v1.Pod{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ops := make([]Op, 6*replayChunk)
+	for i := range ops {
+		ops[i] = Op{Type: OpUpsert, Obj: testutil.Pod("a", fmt.Sprintf("p%03d", i), "1")}
+	}
+	if _, err := s.Apply(ops, "2"); err != nil {
+		t.Fatal(err)
+	}
+	const workers = 2
+	ordered, work := replayQueues(workers)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() { defer close(done); s.findBatches(ordered, work, stop) }()
+	var sent atomic.Int32
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		for range work { // the decoders
+			sent.Add(1)
+		}
+	}()
+	<-ordered // the chunk the caller hands on, for as long as the test runs
+	testutil.Eventually(t, "the next two chunks sent to the decoders", 10*time.Second, func() bool { return sent.Load() == 1+workers })
+	close(stop)
+	<-done
+	<-drained
 }
