@@ -66,16 +66,7 @@ func BenchmarkGetSteps(b *testing.B) {
 		_, err := cachefile.DecompressPayload(v.Compression, v.Payload, nil)
 		return err
 	})
-	b.Run("decode", func(b *testing.B) {
-		b.ReportAllocs()
-		i := 0
-		for b.Loop() {
-			if _, ok, err := s.GetByKey(keys[i%len(keys)]); !ok || err != nil {
-				b.Fatal(ok, err)
-			}
-			i++
-		}
-	})
+	b.Run("decode", benchGetByKey(s, keys))
 	b.Run("deepcopy", func(b *testing.B) {
 		b.ReportAllocs()
 		i := 0

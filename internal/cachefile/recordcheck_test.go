@@ -29,26 +29,7 @@ func TestOpenChecksTheRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	b, err := OpenBolt(path, BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = b.Update(func(tx *bolt.Tx) error {
-		s, err := StoreTx(tx, "ConfigMap.v1")
-		if err != nil {
-			return err
-		}
-		key := []byte("ns/obj-00300")
-		v := append([]byte(nil), s.Objects.Get(key)...)
-		v[len(v)/2] ^= 0x01
-		return s.Objects.Put(key, v)
-	})
-	if cerr := b.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	damageRecord(t, path, "ConfigMap.v1", "ns/obj-00300")
 	db = openDB(t, path, Options{})
 	if db.RecordsCheckedAtOpen("ConfigMap.v1") || !db.RecordsCheckedAtOpen("Pod.v1") {
 		t.Errorf("a damaged record in ConfigMap.v1: checked ConfigMap.v1 %t, Pod.v1 %t; want false, true", db.RecordsCheckedAtOpen("ConfigMap.v1"), db.RecordsCheckedAtOpen("Pod.v1"))
@@ -80,26 +61,7 @@ func TestOpenFindsADamagedRecordAnywhere(t *testing.T) {
 	}{{"ConfigMap.v1", "Pod.v1", 0}, {"ConfigMap.v1", "Pod.v1", n / 2}, {"Pod.v1", "ConfigMap.v1", n - 1}} {
 		path := filepath.Join(t.TempDir(), "cache.db")
 		copyTestFile(t, clean, path)
-		b, err := OpenBolt(path, BoltOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = b.Update(func(tx *bolt.Tx) error {
-			s, err := StoreTx(tx, c.store)
-			if err != nil {
-				return err
-			}
-			key := []byte(fmt.Sprintf("ns/obj-%05d", c.i))
-			v := append([]byte(nil), s.Objects.Get(key)...)
-			v[len(v)/2] ^= 0x01
-			return s.Objects.Put(key, v)
-		})
-		if cerr := b.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+		damageRecord(t, path, c.store, fmt.Sprintf("ns/obj-%05d", c.i))
 		db := openDB(t, path, Options{})
 		if db.RecordsCheckedAtOpen(c.store) || !db.RecordsCheckedAtOpen(c.other) {
 			t.Errorf("record %d of %d damaged in %s: checked it %t, %s %t; want false, true", c.i, n, c.store, db.RecordsCheckedAtOpen(c.store), c.other, db.RecordsCheckedAtOpen(c.other))
@@ -117,6 +79,31 @@ func copyTestFile(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(to, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// damageRecord flips a bit in the middle of the record of key in store's
+// objects, through bbolt, so that only the record's checksum tells.
+func damageRecord(t *testing.T, path, store, key string) {
+	t.Helper()
+	b, err := OpenBolt(path, BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Update(func(tx *bolt.Tx) error {
+		s, err := StoreTx(tx, store)
+		if err != nil {
+			return err
+		}
+		v := append([]byte(nil), s.Objects.Get([]byte(key))...)
+		v[len(v)/2] ^= 0x01
+		return s.Objects.Put([]byte(key), v)
+	})
+	if cerr := b.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 }
