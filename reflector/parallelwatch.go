@@ -37,6 +37,14 @@ const (
 	// (scenario 2): the relist pages are what the heap bound is spent on.
 	eventsPerWorker  = 4
 	decodeAheadBytes = 256 << 10
+
+	// watchReadBuffer is the size of the buffer the splitter reads the
+	// body through, and inlineObjectBytes the largest object it decodes
+	// itself when the watch is idle: small enough that every read of its
+	// frame went through the buffer, so that an empty buffer after the
+	// frame means the body had nothing more when it was read.
+	watchReadBuffer   = 32 << 10
+	inlineObjectBytes = watchReadBuffer / 2
 )
 
 // decodeWorkers is how many goroutines decode a watch's objects: one more
@@ -50,6 +58,13 @@ func decodeWorkers() int { return runtime.GOMAXPROCS(0) + 1 }
 // goroutine splits the body into watch events (metav1.WatchEvent: a type and
 // the object's encoded bytes), workers decode the objects, and a third
 // goroutine hands the events to ResultChan in the body's order.
+//
+// An event that arrives alone (no other event on its way to ResultChan,
+// nothing more read from a protobuf body, and a small object) skips the
+// workers and the third goroutine: the splitter decodes it and hands it on
+// itself, as watch.StreamWatcher does, which spares two goroutine wake-ups
+// per event in a steady trickle. Any event behind it is already read by
+// the time the splitter looks again, and goes to the workers.
 //
 // It ends the way client-go's watch.StreamWatcher over a rest/watch.Decoder
 // does: at the end of the body, or at the first event that does not decode,
@@ -79,6 +94,10 @@ type parallelWatch struct {
 	// ahead counts the encoded bytes of the events read but not yet
 	// delivered.
 	ahead aheadBudget
+	// queued counts the events the splitter handed to deliver that deliver
+	// has not yet sent on (or dropped): while it is zero, the splitter may
+	// send an event itself without passing any.
+	queued atomic.Int64
 }
 
 var _ encodedwatch.Interface = (*parallelWatch)(nil)
@@ -139,6 +158,19 @@ type pendingEvent struct {
 	decoded chan struct{}
 }
 
+// decode decodes raw into obj, or err.
+func (p *pendingEvent) decode() {
+	var payload []byte
+	p.obj, payload, p.err = p.decoder.decode(p.raw)
+	switch {
+	case p.err != nil:
+		p.err = fmt.Errorf("unable to decode watch event: %w", p.err)
+	case p.typ == watch.Added || p.typ == watch.Modified:
+		p.encoded = payload
+	}
+	p.raw = nil
+}
+
 // newParallelWatch starts decoding body with workers decode goroutines. It
 // does not wait for the body: a watch may send nothing for minutes.
 func newParallelWatch(ctx context.Context, body io.ReadCloser, scheme *k8sruntime.Scheme, codecs k8sruntime.NegotiatedSerializer, workers int, copyStrings bool) *parallelWatch {
@@ -164,15 +196,7 @@ func newParallelWatch(ctx context.Context, body io.ReadCloser, scheme *k8sruntim
 		go func() {
 			defer w.wg.Done()
 			for p := range jobs {
-				var payload []byte
-				p.obj, payload, p.err = p.decoder.decode(p.raw)
-				switch {
-				case p.err != nil:
-					p.err = fmt.Errorf("unable to decode watch event: %w", p.err)
-				case p.typ == watch.Added || p.typ == watch.Modified:
-					p.encoded = payload
-				}
-				p.raw = nil
+				p.decode()
 				close(p.decoded)
 			}
 		}()
@@ -208,26 +232,33 @@ func sniffWatchFormat(br *bufio.Reader) (string, error) {
 // streamDecoders returns the decoder of body's events and the decoder of
 // their objects. Each event's object is a copy of its frame's bytes (the
 // RawExtension of a new metav1.WatchEvent), which nothing writes again:
-// the objects decoded from it may share it.
-func streamDecoders(body io.ReadCloser, scheme *k8sruntime.Scheme, codecs k8sruntime.NegotiatedSerializer, copyStrings bool) (streaming.Decoder, objectDecoder, error) {
-	br := bufio.NewReader(body)
+// the objects decoded from it may share it. For a protobuf body it also
+// returns the reader under the events, whose Buffered says whether more
+// of the body was read than the events decoded so far; nil for JSON,
+// whose framer reads ahead in a buffer of its own.
+func streamDecoders(body io.ReadCloser, scheme *k8sruntime.Scheme, codecs k8sruntime.NegotiatedSerializer, copyStrings bool) (streaming.Decoder, objectDecoder, *bufio.Reader, error) {
+	br := bufio.NewReaderSize(body, watchReadBuffer)
 	mediaType, err := sniffWatchFormat(br)
 	if err != nil {
-		return nil, objectDecoder{}, err
+		return nil, objectDecoder{}, nil, err
 	}
 	info, ok := k8sruntime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), mediaType)
 	if !ok || info.StreamSerializer == nil {
-		return nil, objectDecoder{}, fmt.Errorf("%w: no stream decoder for %s", errWatchFormat, mediaType)
+		return nil, objectDecoder{}, nil, fmt.Errorf("%w: no stream decoder for %s", errWatchFormat, mediaType)
 	}
 	frames := info.StreamSerializer.Framer.NewFrameReader(readCloser{br, body})
 	objects := objectDecoder{scheme: scheme, codec: codecs.DecoderToVersion(info.Serializer, nil), copyStrings: copyStrings}
-	return streaming.NewDecoder(frames, info.StreamSerializer.Serializer), objects, nil
+	if mediaType != mediaTypeProtobuf {
+		br = nil
+	}
+	return streaming.NewDecoder(frames, info.StreamSerializer.Serializer), objects, br, nil
 }
 
 // split reads the body's events in order and hands each to a worker and to
-// deliver; the error that ends the body is the last event.
+// deliver, or, arriving alone, decodes and sends it itself; the error that
+// ends the body is the last event.
 func (w *parallelWatch) split(scheme *k8sruntime.Scheme, codecs k8sruntime.NegotiatedSerializer, copyStrings bool, jobs, ordered chan<- *pendingEvent) {
-	events, objects, err := streamDecoders(w.body, scheme, codecs, copyStrings)
+	events, objects, br, err := streamDecoders(w.body, scheme, codecs, copyStrings)
 	for {
 		var got metav1.WatchEvent
 		p := &pendingEvent{decoder: objects, decoded: make(chan struct{})}
@@ -250,9 +281,21 @@ func (w *parallelWatch) split(scheme *k8sruntime.Scheme, codecs k8sruntime.Negot
 			}
 		}
 		p.size = int64(len(p.raw))
+		if p.err == nil && w.alone(p, br) {
+			p.decode()
+			if p.err == nil {
+				if !w.send(watch.Event{Type: p.typ, Object: p.obj}, p.encoded) {
+					return
+				}
+				continue
+			}
+			// deliver reports the error, as it does a worker's.
+			p.size = 0
+		}
 		if !w.ahead.take(p.size, w.done) {
 			return
 		}
+		w.queued.Add(1)
 		select {
 		case ordered <- p:
 		case <-w.done:
@@ -267,6 +310,21 @@ func (w *parallelWatch) split(scheme *k8sruntime.Scheme, codecs k8sruntime.Negot
 		case <-w.done:
 			return
 		}
+	}
+}
+
+// alone reports whether p, just read, may be decoded and sent by the
+// splitter: the channel is chosen, no event is on its way to it, p's
+// object is small, and nothing of the protobuf body br was read past p.
+func (w *parallelWatch) alone(p *pendingEvent, br *bufio.Reader) bool {
+	if br == nil || p.size > inlineObjectBytes || br.Buffered() > 0 || w.queued.Load() > 0 {
+		return false
+	}
+	select {
+	case <-w.chosen:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -292,6 +350,7 @@ func (w *parallelWatch) deliver(ordered <-chan *pendingEvent) {
 			return
 		}
 		w.ahead.give(p.size)
+		w.queued.Add(-1)
 	}
 }
 
