@@ -144,7 +144,8 @@ func (b *aheadBudget) give(n int64) {
 
 // pendingEvent is one event on its way from the body to ResultChan. The
 // splitter fills typ and raw (or err, and nothing else follows it); a
-// worker decodes raw into obj or err and closes decoded.
+// worker decodes raw into obj or err and closes decoded (made when the
+// event is handed to deliver).
 type pendingEvent struct {
 	typ     watch.EventType
 	raw     []byte
@@ -261,7 +262,7 @@ func (w *parallelWatch) split(scheme *k8sruntime.Scheme, codecs k8sruntime.Negot
 	events, objects, br, err := streamDecoders(w.body, scheme, codecs, copyStrings)
 	for {
 		var got metav1.WatchEvent
-		p := &pendingEvent{decoder: objects, decoded: make(chan struct{})}
+		p := &pendingEvent{decoder: objects}
 		var res k8sruntime.Object
 		if err == nil {
 			res, _, err = events.Decode(nil, &got)
@@ -295,6 +296,7 @@ func (w *parallelWatch) split(scheme *k8sruntime.Scheme, codecs k8sruntime.Negot
 		if !w.ahead.take(p.size, w.done) {
 			return
 		}
+		p.decoded = make(chan struct{})
 		w.queued.Add(1)
 		select {
 		case ordered <- p:

@@ -274,3 +274,37 @@ func TestParallelWatchStopWithTrickleEventUnreceived(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkParallelWatchTrickle measures one Pod event written to the body
+// after the one before was received: the steady churn of an informer.
+func BenchmarkParallelWatchTrickle(b *testing.B) {
+	info, _ := k8sruntime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaTypeProtobuf)
+	objects := scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", ResourceVersion: "1", Labels: map[string]string{"app": "a"}},
+		Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "c", Image: "registry.example/image:1"}}},
+	}
+	raw, err := k8sruntime.Encode(objects, pod)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var frame bytes.Buffer
+	enc := streaming.NewEncoder(info.StreamSerializer.Framer.NewFrameWriter(&frame), info.StreamSerializer.Serializer)
+	if err := enc.Encode(&metav1.WatchEvent{Type: string(watch.Modified), Object: k8sruntime.RawExtension{Raw: raw}}); err != nil {
+		b.Fatal(err)
+	}
+	r, body := io.Pipe()
+	w := newParallelWatch(testutil.Context(b), r, scheme.Scheme, scheme.Codecs.WithoutConversion(), decodeWorkers(), false)
+	defer w.Stop()
+	defer body.Close()
+	events := w.ResultChan()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := body.Write(frame.Bytes()); err != nil {
+			b.Fatal(err)
+		}
+		if _, ok := <-events; !ok {
+			b.Fatal("the watch ended")
+		}
+	}
+}
