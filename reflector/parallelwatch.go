@@ -260,42 +260,49 @@ func streamDecoders(body io.ReadCloser, scheme *k8sruntime.Scheme, codecs k8srun
 // ends the body is the last event.
 func (w *parallelWatch) split(scheme *k8sruntime.Scheme, codecs k8sruntime.NegotiatedSerializer, copyStrings bool, jobs, ordered chan<- *pendingEvent) {
 	events, objects, br, err := streamDecoders(w.body, scheme, codecs, copyStrings)
+	// got is reused: each event's object bytes are a new slice, which the
+	// event keeps, because got is zeroed before each decode.
+	var got metav1.WatchEvent
 	for {
-		var got metav1.WatchEvent
-		p := &pendingEvent{decoder: objects}
+		got = metav1.WatchEvent{}
+		// ev is the event read; it moves to the heap only if it is handed
+		// to deliver.
+		ev := pendingEvent{decoder: objects}
 		var res k8sruntime.Object
 		if err == nil {
 			res, _, err = events.Decode(nil, &got)
 		}
 		switch {
 		case err != nil:
-			p.err = err
+			ev.err = err
 		case res != &got:
-			p.err = errors.New("unable to decode to metav1.WatchEvent")
+			ev.err = errors.New("unable to decode to metav1.WatchEvent")
 		}
-		if p.err == nil {
+		if ev.err == nil {
 			switch t := watch.EventType(got.Type); t {
 			case watch.Added, watch.Modified, watch.Deleted, watch.Error, watch.Bookmark:
-				p.typ, p.raw = t, got.Object.Raw
+				ev.typ, ev.raw = t, got.Object.Raw
 			default:
-				p.err = fmt.Errorf("got invalid watch event type: %v", got.Type)
+				ev.err = fmt.Errorf("got invalid watch event type: %v", got.Type)
 			}
 		}
-		p.size = int64(len(p.raw))
-		if p.err == nil && w.alone(p, br) {
-			p.decode()
-			if p.err == nil {
-				if !w.send(watch.Event{Type: p.typ, Object: p.obj}, p.encoded) {
+		ev.size = int64(len(ev.raw))
+		if ev.err == nil && w.alone(ev.size, br) {
+			ev.decode()
+			if ev.err == nil {
+				if !w.send(watch.Event{Type: ev.typ, Object: ev.obj}, ev.encoded) {
 					return
 				}
 				continue
 			}
 			// deliver reports the error, as it does a worker's.
-			p.size = 0
+			ev.size = 0
 		}
-		if !w.ahead.take(p.size, w.done) {
+		if !w.ahead.take(ev.size, w.done) {
 			return
 		}
+		p := new(pendingEvent)
+		*p = ev
 		p.decoded = make(chan struct{})
 		w.queued.Add(1)
 		select {
@@ -315,11 +322,12 @@ func (w *parallelWatch) split(scheme *k8sruntime.Scheme, codecs k8sruntime.Negot
 	}
 }
 
-// alone reports whether p, just read, may be decoded and sent by the
-// splitter: the channel is chosen, no event is on its way to it, p's
-// object is small, and nothing of the protobuf body br was read past p.
-func (w *parallelWatch) alone(p *pendingEvent, br *bufio.Reader) bool {
-	if br == nil || p.size > inlineObjectBytes || br.Buffered() > 0 || w.queued.Load() > 0 {
+// alone reports whether the event just read, whose object is size bytes,
+// may be decoded and sent by the splitter: the channel is chosen, no event
+// is on its way to it, the object is small, and nothing of the protobuf
+// body br was read past the event.
+func (w *parallelWatch) alone(size int64, br *bufio.Reader) bool {
+	if br == nil || size > inlineObjectBytes || br.Buffered() > 0 || w.queued.Load() > 0 {
 		return false
 	}
 	select {
