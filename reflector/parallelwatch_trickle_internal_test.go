@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -276,7 +277,9 @@ func TestParallelWatchStopWithTrickleEventUnreceived(t *testing.T) {
 }
 
 // BenchmarkParallelWatchTrickle measures one Pod event written to the body
-// after the one before was received: the steady churn of an informer.
+// after the one before was received: the steady churn of an informer, back
+// to back and paced (the process idle between events, as at a low rate).
+// cpu-ns/op is the process's CPU time per event, every goroutine's.
 func BenchmarkParallelWatchTrickle(b *testing.B) {
 	info, _ := k8sruntime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), mediaTypeProtobuf)
 	objects := scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion)
@@ -293,18 +296,39 @@ func BenchmarkParallelWatchTrickle(b *testing.B) {
 	if err := enc.Encode(&metav1.WatchEvent{Type: string(watch.Modified), Object: k8sruntime.RawExtension{Raw: raw}}); err != nil {
 		b.Fatal(err)
 	}
-	r, body := io.Pipe()
-	w := newParallelWatch(testutil.Context(b), r, scheme.Scheme, scheme.Codecs.WithoutConversion(), decodeWorkers(), false)
-	defer w.Stop()
-	defer body.Close()
-	events := w.ResultChan()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := body.Write(frame.Bytes()); err != nil {
-			b.Fatal(err)
-		}
-		if _, ok := <-events; !ok {
-			b.Fatal("the watch ended")
-		}
+	for _, bc := range []struct {
+		name string
+		gap  time.Duration
+	}{{"back-to-back", 0}, {"paced", time.Millisecond}} {
+		b.Run(bc.name, func(b *testing.B) {
+			r, body := io.Pipe()
+			w := newParallelWatch(testutil.Context(b), r, scheme.Scheme, scheme.Codecs.WithoutConversion(), decodeWorkers(), false)
+			defer w.Stop()
+			defer body.Close()
+			events := w.ResultChan()
+			b.ReportAllocs()
+			cpu := processCPU(b)
+			for b.Loop() {
+				if _, err := body.Write(frame.Bytes()); err != nil {
+					b.Fatal(err)
+				}
+				if _, ok := <-events; !ok {
+					b.Fatal("the watch ended")
+				}
+				if bc.gap > 0 {
+					time.Sleep(bc.gap)
+				}
+			}
+			b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
+		})
 	}
+}
+
+// processCPU returns the user and system CPU time of the process so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
