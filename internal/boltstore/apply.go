@@ -83,10 +83,11 @@ func (s *Store) ApplyWith(ops []Op, rv string, opts ApplyOptions) ([]Change, err
 			d.wait()
 		}
 	}()
+	order := keyOrder(prepared)
 	err = s.write(keys, func() []hotEntry { return fillFor(s.hot, prepared, changes) }, func(b *cachefile.Buckets) error {
-		for i, p := range prepared {
+		for _, i := range order {
 			var err error
-			if changes[i], olds[i], err = s.applyTx(b, p, newerOnly); err != nil {
+			if changes[i], olds[i], err = s.applyTx(b, prepared[i], newerOnly); err != nil {
 				return err
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	goruntime "runtime"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -131,6 +133,21 @@ func opKeys(prepared []*op) []string {
 		keys[i] = p.key
 	}
 	return keys
+}
+
+// keyOrder returns the indexes of prepared in the order of their keys,
+// those of one key in their own order. A batch applied in that order walks
+// the tree's pages in order, each leaf visited by consecutive puts, rather
+// than jumping across the file for every op; the ops of different keys
+// touch different records and index entries, so the order changes nothing
+// else.
+func keyOrder(prepared []*op) []int {
+	order := make([]int, len(prepared))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return strings.Compare(prepared[i].key, prepared[j].key) })
+	return order
 }
 
 // preparePerWorker is how many ops of a batch make it worth another
