@@ -14,7 +14,7 @@ import (
 func (inf *Informer) HandleForTest(ctx context.Context, deltas []cache.Delta) error {
 	if inf.pages == nil {
 		// No Run: no reflector takes budget, the relist pages give none back.
-		inf.pages = newPagedSink(ctx, nil, inf.relistPages)
+		inf.pages = newPagedSink(ctx, nil, inf.relistPages, nil)
 	}
 	items := make([]deltafifo.Item, len(deltas))
 	for i, d := range deltas {

@@ -44,6 +44,7 @@ type metrics struct {
 	listWatchErrors  *prometheus.CounterVec
 	watchDisconnects *prometheus.CounterVec
 	replayDuration   *prometheus.HistogramVec
+	relistPageWait   *prometheus.HistogramVec
 
 	// Of the file, not of a store: what Open did to it.
 	fileMigrations        *prometheus.CounterVec
@@ -119,6 +120,9 @@ func newMetrics(c *Cache) *metrics {
 		replayDuration: histogram("replay_duration_seconds",
 			"Time to replay the stored objects to handlers from disk: all handlers on a warm start, or one handler added to a running informer.",
 			prometheus.ExponentialBuckets(0.001, 4, 10), "replay"),
+		relistPageWait: histogram("relist_page_wait_seconds",
+			"Time a relist waited for a page of the relist budget its cache's informers share (Options.RelistPages) before it requested or read a page; long waits mean other informers' relists, or their handlers, hold the budget.",
+			prometheus.ExponentialBuckets(0.0001, 4, 10)),
 		objects: desc("objects",
 			"Objects in the store.", "store"),
 		synced: desc("synced",
@@ -174,7 +178,7 @@ func (m *metrics) observeOpen(o fileOpening) {
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{
 		m.eventsApplied, m.batchDeltas, m.commitDuration, m.commitErrors, m.dropped, m.relists,
-		m.watchResumes, m.listWatchErrors, m.watchDisconnects, m.replayDuration,
+		m.watchResumes, m.listWatchErrors, m.watchDisconnects, m.replayDuration, m.relistPageWait,
 		m.fileMigrations, m.fileMigrationDuration, m.fileRebuilds, m.scrapeCollector,
 	}
 }
@@ -261,17 +265,18 @@ type storeMetrics struct {
 	*metrics
 	inf *Informer
 
-	// batch, commit and applied are the informer's series of batchDeltas,
-	// commitDuration and eventsApplied (by boltstore.ChangeType), looked
-	// up once rather than at every commit.
-	batch, commit prometheus.Observer
-	applied       [len(changeLabel)]prometheus.Counter
+	// batch, commit, pageWait and applied are the informer's series of
+	// batchDeltas, commitDuration, relistPageWait and eventsApplied (by
+	// boltstore.ChangeType), looked up once rather than at every use.
+	batch, commit, pageWait prometheus.Observer
+	applied                 [len(changeLabel)]prometheus.Counter
 }
 
 // forStore makes inf's metrics and initialises its counters to zero.
 func (m *metrics) forStore(inf *Informer) *storeMetrics {
 	name := inf.name
-	s := &storeMetrics{metrics: m, inf: inf, batch: m.batchDeltas.WithLabelValues(name), commit: m.commitDuration.WithLabelValues(name)}
+	s := &storeMetrics{metrics: m, inf: inf, batch: m.batchDeltas.WithLabelValues(name), commit: m.commitDuration.WithLabelValues(name),
+		pageWait: m.relistPageWait.WithLabelValues(name)}
 	for t, c := range changeLabel {
 		s.applied[t] = m.eventsApplied.WithLabelValues(name, c)
 	}
@@ -315,6 +320,9 @@ func (s *storeMetrics) storedRVTimestamp() float64 {
 	}
 	return float64(at.UnixNano()) / 1e9
 }
+
+// observePageWait records how long a relist waited for a page of budget.
+func (s *storeMetrics) observePageWait(d time.Duration) { s.pageWait.Observe(d.Seconds()) }
 
 // observeReplay records how long a replay from disk took.
 func (s *storeMetrics) observeReplay(kind string, d time.Duration) {

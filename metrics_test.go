@@ -40,6 +40,7 @@ var wantFamilies = map[string]struct {
 	"boltinformer_list_watch_errors_total":       {dto.MetricType_COUNTER, "Requests to the apiserver that ended with an error (lists, watches, and the cluster identity check of Options.ClusterIdentity); the informer backs off and retries, or relists after 410 Gone."},
 	"boltinformer_watch_disconnects_total":       {dto.MetricType_COUNTER, "Watches the apiserver ended without an error (its timeout, or the connection closed); the informer watches again from the last resourceVersion."},
 	"boltinformer_replay_duration_seconds":       {dto.MetricType_HISTOGRAM, "Time to replay the stored objects to handlers from disk: all handlers on a warm start, or one handler added to a running informer."},
+	"boltinformer_relist_page_wait_seconds":      {dto.MetricType_HISTOGRAM, "Time a relist waited for a page of the relist budget its cache's informers share (Options.RelistPages) before it requested or read a page; long waits mean other informers' relists, or their handlers, hold the budget."},
 	"boltinformer_objects":                       {dto.MetricType_GAUGE, "Objects in the store."},
 	"boltinformer_synced":                        {dto.MetricType_GAUGE, "1 once the store has synced (the informer's HasSynced), else 0."},
 	"boltinformer_stored_rv_timestamp_seconds":   {dto.MetricType_GAUGE, "Unix time at which the store's stored resourceVersion last moved, as the file records it (0 if it has none)."},
@@ -161,6 +162,10 @@ boltinformer_watch_resumes_total{file="%[1]s",store="Pod.v1"} 0
 	}
 	if got := families["boltinformer_db_freelist_pages"]; len(got) != 2 {
 		t.Errorf("boltinformer_db_freelist_pages = %v, want a free and a pending series", got)
+	}
+	// The cold start's relist took a page of the budget for its one page.
+	if got := families["boltinformer_relist_page_wait_seconds"]; len(got) != 1 || got[0].GetHistogram().GetSampleCount() != 1 {
+		t.Errorf("boltinformer_relist_page_wait_seconds = %v, want one series of one wait", got)
 	}
 
 	cancel()

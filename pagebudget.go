@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/boltinformer/boltinformer/deltafifo"
 )
@@ -106,6 +107,8 @@ type pagedSink struct {
 	// ctx is Run's: it ends a wait for budget in BeginRelist, which has no
 	// context of its own.
 	ctx context.Context
+	// waited, if not nil, hears how long each page's budget took to get.
+	waited func(time.Duration)
 
 	// mu guards the fields below: the reflector's goroutine and the
 	// process loop both use them. It is taken before the budget's.
@@ -119,8 +122,8 @@ type pagedSink struct {
 	closed bool
 }
 
-func newPagedSink(ctx context.Context, q *deltafifo.Queue, budget *relistBudget) *pagedSink {
-	return &pagedSink{Queue: q, budget: budget, ctx: ctx}
+func newPagedSink(ctx context.Context, q *deltafifo.Queue, budget *relistBudget, waited func(time.Duration)) *pagedSink {
+	return &pagedSink{Queue: q, budget: budget, ctx: ctx, waited: waited}
 }
 
 // take holds a page of budget for the next page the reflector reads,
@@ -132,8 +135,12 @@ func (s *pagedSink) take(ctx context.Context) error {
 	if held {
 		return nil
 	}
+	start := time.Now()
 	if err := s.budget.acquire(ctx); err != nil {
 		return err
+	}
+	if s.waited != nil {
+		s.waited(time.Since(start))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -61,6 +61,46 @@ func TestRelistBudgetAcquireCancelled(t *testing.T) {
 	}
 }
 
+// A sink reports how long it waited for each page of budget it took, and
+// nothing for a page it already held.
+func TestPagedSinkReportsItsWaitForBudget(t *testing.T) {
+	ctx := context.Background()
+	b := newRelistBudget(1)
+	if err := b.acquire(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waits := make(chan time.Duration, 3)
+	s := newPagedSink(ctx, deltafifo.NewQueue(deltafifo.QueueOptions{AtomicEvents: true}), b, func(d time.Duration) { waits <- d })
+	began := make(chan error, 1)
+	go func() { began <- s.BeginRelist("test") }()
+	testutil.Eventually(t, "BeginRelist waiting for budget", 30*time.Second, func() bool { _, w := b.state(); return w == 1 })
+	seenWaiting := time.Now()
+	released := time.Now()
+	b.release(1)
+	if err := <-began; err != nil {
+		t.Fatal(err)
+	}
+	// BeginRelist reports its wait before it returns.
+	select {
+	case d := <-waits:
+		if d < released.Sub(seenWaiting) {
+			t.Errorf("reported a wait of %v, shorter than the %v it waited at least", d, released.Sub(seenWaiting))
+		}
+	default:
+		t.Fatal("BeginRelist waited for budget and reported no wait")
+	}
+	// The page is held: the next WaitBelow takes nothing, and reports nothing.
+	if err := s.WaitBelow(ctx, 100); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case d := <-waits:
+		t.Errorf("a wait of %v reported for a page already held", d)
+	default:
+	}
+	s.close()
+}
+
 // A sink holds a page of budget from BeginRelist (or WaitBelow) to the
 // end of that page's objects being applied, however the process loop
 // splits them; a page never handed over is given back by EndRelist or a
@@ -68,7 +108,7 @@ func TestRelistBudgetAcquireCancelled(t *testing.T) {
 func TestPagedSinkHoldsEachPageUntilApplied(t *testing.T) {
 	ctx := context.Background()
 	b := newRelistBudget(3)
-	s := newPagedSink(ctx, deltafifo.NewQueue(deltafifo.QueueOptions{AtomicEvents: true}), b)
+	s := newPagedSink(ctx, deltafifo.NewQueue(deltafifo.QueueOptions{AtomicEvents: true}), b, nil)
 	check := func(when string, want int) {
 		t.Helper()
 		if free, _ := b.state(); free != want {

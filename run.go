@@ -243,7 +243,7 @@ func (inf *Informer) newPipeline(ctx context.Context, logger klog.Logger, cluste
 	})
 	// The reflector takes the cache's relist budget through its sink, and
 	// gives back the page it holds when its relist fails.
-	inf.pages = newPagedSink(ctx, queue, inf.relistPages)
+	inf.pages = newPagedSink(ctx, queue, inf.relistPages, inf.metrics.observePageWait)
 	if weh == nil {
 		weh = listwatcher.DefaultWatchErrorHandler
 	}
